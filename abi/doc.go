@@ -1,0 +1,21 @@
+// Package abi is the single definition of weir's plugin ABI, version 1.
+//
+// It is a leaf package: it imports only the standard library, and both the
+// host (package host and its internals) and the Go guest SDK
+// (guest-sdk/go) import it. Every export name, import name, status code and
+// framing rule lives here once; nothing else in the tree spells them as
+// string literals. ABI.md beside this file specifies the same contract for
+// guest languages other than Go.
+//
+// The package has two halves:
+//
+//   - names.go: the versioned export and import names, entry kinds and
+//     status codes.
+//   - batch.go and output.go: the byte framing of a batch (host to guest)
+//     and of a call's output (guest to host), with an encoder and a
+//     non-allocating decoder for each. Decoders never panic on malformed
+//     input; they return an error naming the offset where the frame broke.
+//
+// All types here are plain values without internal synchronisation. A
+// reader or writer must be used by one goroutine at a time.
+package abi

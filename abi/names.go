@@ -1,0 +1,180 @@
+package abi
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Version is the ABI version this package defines.
+const Version = 1
+
+// VersionExportPrefix is the prefix of the marker export that names the ABI
+// version a module implements: a module implementing version N exports a
+// function named VersionExportPrefix + N, taking and returning nothing.
+const VersionExportPrefix = "weir_abi_v"
+
+// Exports a guest module provides. ExportVersion and ExportAlloc and
+// ExportInit are required of every module; an operator additionally requires
+// the export for its kind (ExportMap, ExportFlatMap or ExportFilter).
+// ExportGC is optional.
+const (
+	// ExportVersion is the version marker: () -> ().
+	ExportVersion = "weir_abi_v1"
+	// ExportAlloc is the module's only allocator: (size u32) -> (ptr u32).
+	// It returns a guest-owned region of at least size bytes that the host
+	// writes call input into. The region stays valid until the next
+	// ExportAlloc call; the host reuses it for every call until it needs a
+	// bigger one. A return of 0 means the guest could not allocate.
+	ExportAlloc = "weir_alloc"
+	// ExportInit receives the operator's config: (ptr u32, len u32) -> (u64).
+	// The result packs a message (see Pack); length 0 means success, anything
+	// else is the UTF-8 error text and the module is rejected.
+	ExportInit = "weir_init"
+	// ExportMap, ExportFlatMap and ExportFilter each take one batch:
+	// (ptr u32, len u32) -> (u64), the result packing the output frame.
+	ExportMap     = "weir_map"
+	ExportFlatMap = "weir_flat_map"
+	ExportFilter  = "weir_filter"
+	// ExportGC is an optional hook, () -> (), that the host calls at least
+	// once every GCEveryCalls batch calls, between batches. Guests whose
+	// runtime needs a scheduling point to collect garbage (Go's wasip1 port)
+	// use it.
+	ExportGC = "weir_gc"
+	// ExportInitialize is the WASI reactor initialiser. The host runs it
+	// first when a module exports it.
+	ExportInitialize = "_initialize"
+)
+
+// GCEveryCalls is the largest number of batch calls the host makes between
+// two ExportGC calls.
+const GCEveryCalls = 32
+
+// ImportModule is the module name of the host functions weir provides.
+const ImportModule = "weir_v1"
+
+// Host functions in ImportModule. Pointers and lengths are u32 offsets into
+// the guest's memory 0.
+const (
+	// ImportLog writes a log line: (level i32, ptr u32, len u32) -> ().
+	// Lines longer than MaxLogLine bytes are truncated, and the host drops
+	// lines beyond its rate limit, counting them.
+	ImportLog = "log"
+	// ImportStateGet reads keyed state:
+	// (index u32, kptr u32, klen u32, vptr u32, vcap u32) -> (i32).
+	// index is the position in the current batch of the record whose key
+	// scopes the state. The result is StatusNotFound, another negative
+	// status, or the value's full length; min(length, vcap) bytes are copied
+	// to vptr, so a result larger than vcap means "grow and call again".
+	ImportStateGet = "state_get"
+	// ImportStatePut writes keyed state:
+	// (index u32, kptr u32, klen u32, vptr u32, vlen u32) -> (i32 status).
+	ImportStatePut = "state_put"
+	// ImportStateDelete deletes keyed state:
+	// (index u32, kptr u32, klen u32) -> (i32 status).
+	ImportStateDelete = "state_delete"
+)
+
+// Log levels for ImportLog.
+const (
+	LogDebug int32 = 0
+	LogInfo  int32 = 1
+	LogWarn  int32 = 2
+	LogError int32 = 3
+)
+
+// MaxLogLine is the longest log line the host keeps, in bytes.
+const MaxLogLine = 4096
+
+// Status codes returned by host functions. Zero or positive means success.
+const (
+	StatusOK        int32 = 0
+	StatusNotFound  int32 = -1 // state_get: no value under this key
+	StatusNoContext int32 = -2 // state call outside a batch call (in init)
+	StatusBadIndex  int32 = -3 // index is not a record of the current batch
+	StatusTooLarge  int32 = -4 // key or value over the host's size limit
+	StatusBadMemory int32 = -5 // a pointer/length pair is outside guest memory
+)
+
+// StatusText describes a host function status code.
+func StatusText(s int32) string {
+	switch {
+	case s >= 0:
+		return "ok"
+	case s == StatusNotFound:
+		return "not found"
+	case s == StatusNoContext:
+		return "no record context (state is only available during a batch call)"
+	case s == StatusBadIndex:
+		return "record index out of range for the current batch"
+	case s == StatusTooLarge:
+		return "key or value too large"
+	case s == StatusBadMemory:
+		return "pointer or length outside guest memory"
+	}
+	return "unknown status " + strconv.Itoa(int(s))
+}
+
+// Limits on state keys and values, in bytes.
+const (
+	MaxStateKey   = 64 << 10
+	MaxStateValue = 16 << 20
+)
+
+// Op is the kind of a batch call.
+type Op uint8
+
+const (
+	OpMap Op = iota + 1
+	OpFlatMap
+	OpFilter
+)
+
+// String returns the operator name used in pipeline config.
+func (o Op) String() string {
+	switch o {
+	case OpMap:
+		return "map"
+	case OpFlatMap:
+		return "flat_map"
+	case OpFilter:
+		return "filter"
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Export returns the name of the guest export implementing o.
+func (o Op) Export() string {
+	switch o {
+	case OpMap:
+		return ExportMap
+	case OpFlatMap:
+		return ExportFlatMap
+	case OpFilter:
+		return ExportFilter
+	}
+	return ""
+}
+
+// Ops lists every batch operation, in a stable order.
+var Ops = [...]Op{OpMap, OpFlatMap, OpFilter}
+
+// ParseVersionExport reports whether name is a version marker export and,
+// if so, the version it declares.
+func ParseVersionExport(name string) (version int, ok bool) {
+	rest, found := strings.CutPrefix(name, VersionExportPrefix)
+	if !found || rest == "" {
+		return 0, false
+	}
+	v, err := strconv.Atoi(rest)
+	if err != nil || v <= 0 || strconv.Itoa(v) != rest {
+		return 0, false
+	}
+	return v, true
+}
+
+// Pack packs a guest pointer and length into the u64 a call returns: the
+// pointer in the high 32 bits, the length in the low 32 bits.
+func Pack(ptr, length uint32) uint64 { return uint64(ptr)<<32 | uint64(length) }
+
+// Unpack is the inverse of Pack.
+func Unpack(v uint64) (ptr, length uint32) { return uint32(v >> 32), uint32(v) }

@@ -1,0 +1,76 @@
+package state
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// Store is a keyed state backend. Keys are opaque byte strings; the host
+// composes them with Key so that state is scoped per operator and record key.
+//
+// Implementations must be safe for concurrent use. Get's result is owned by
+// the store and must not be modified; it stays valid until the key is next
+// written. Apply makes a batch of mutations visible atomically: a reader sees
+// all of them or none.
+type Store interface {
+	Get(key []byte) (value []byte, found bool, err error)
+	Apply(muts []Mutation) error
+}
+
+// Mutation is one write in a batch given to Store.Apply. A Delete mutation
+// ignores Value.
+type Mutation struct {
+	Key    []byte
+	Value  []byte
+	Delete bool
+}
+
+// Key appends to dst the store key for state named userKey, kept by operator
+// for the record key recordKey. Each part is length-prefixed, so no choice of
+// parts can collide with another.
+func Key(dst []byte, operator string, recordKey, userKey []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(operator)))
+	dst = append(dst, operator...)
+	dst = binary.AppendUvarint(dst, uint64(len(recordKey)))
+	dst = append(dst, recordKey...)
+	return append(dst, userKey...)
+}
+
+// Memory is a Store held in a Go map. It is safe for concurrent use. It keeps
+// nothing across restarts.
+type Memory struct {
+	mu sync.RWMutex
+	m  map[string][]byte
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{m: make(map[string][]byte)} }
+
+// Get implements Store.
+func (s *Memory) Get(key []byte) ([]byte, bool, error) {
+	s.mu.RLock()
+	v, ok := s.m[string(key)]
+	s.mu.RUnlock()
+	return v, ok, nil
+}
+
+// Apply implements Store. It copies keys and values.
+func (s *Memory) Apply(muts []Mutation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range muts {
+		if m.Delete {
+			delete(s.m, string(m.Key))
+			continue
+		}
+		s.m[string(m.Key)] = append([]byte{}, m.Value...)
+	}
+	return nil
+}
+
+// Len returns the number of keys held.
+func (s *Memory) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.m)
+}
