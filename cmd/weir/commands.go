@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/weir-stream/weir/host"
+)
+
+type globalFlags struct {
+	logLevel  string
+	logFormat string
+	cacheDir  string
+}
+
+func newRootCmd() *cobra.Command {
+	var g globalFlags
+	root := &cobra.Command{
+		Use:           "weir",
+		Short:         "Run streaming pipelines whose functions are WebAssembly plugins",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
+	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g))
+	return root
+}
+
+func (g *globalFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(g.logLevel)); err != nil {
+		return nil, usageErrorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch g.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usageErrorf("--log-format %q: want text or json", g.logFormat)
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("want %s, got %d arguments", what, len(args))
+		}
+		return nil
+	}
+}
+
+func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string) (*host.Pipeline, *slog.Logger, error) {
+	log, err := g.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := host.Load(ctx, path, host.Options{
+		Stdin:    cmd.InOrStdin(),
+		Stdout:   cmd.OutOrStdout(),
+		Stderr:   cmd.ErrOrStderr(),
+		Logger:   log,
+		CacheDir: g.cacheDir,
+	})
+	return p, log, err
+}
+
+func newRunCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run PIPELINE",
+		Short: "Run a pipeline until its input ends, or until SIGINT or SIGTERM",
+		Long: `Run a pipeline. Results go to the pipeline's sinks (standard output for a
+stdout sink) and logs to standard error. The first SIGINT or SIGTERM stops the
+sources and drains what was read; a second one exits at once with code 130.`,
+		Args: exactArgs(1, "one pipeline file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := drainOnSignal(cmd.Context())
+			defer stop()
+			p, log, err := g.load(context.WithoutCancel(ctx), cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer p.Close(context.WithoutCancel(ctx))
+			log.Info("pipeline started", "pipeline", p.Name())
+			sum, err := p.Run(ctx)
+			if err != nil {
+				log.Error("pipeline failed", "pipeline", p.Name(), "error", err, "summary", sum)
+				return err
+			}
+			if ctx.Err() != nil {
+				log.Info("pipeline stopped by signal and drained", "pipeline", p.Name(), "summary", sum)
+			} else {
+				log.Info("pipeline finished", "pipeline", p.Name(), "summary", sum)
+			}
+			return nil
+		},
+	}
+}
+
+// drainOnSignal returns a context cancelled by the first SIGINT or SIGTERM.
+// A second signal exits the process at once.
+func drainOnSignal(parent context.Context) (context.Context, func()) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "weir: second signal, exiting without draining")
+			os.Exit(exitForced)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
+}
+
+func newValidateCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate PIPELINE",
+		Short: "Check a pipeline file and its plugins without running it",
+		Long: `Validate a pipeline: the file (every problem is reported with file:line),
+then each plugin, which is built if it is Go source, compiled, checked against
+the ABI and initialised with its config. Nothing reads input.`,
+		Args: exactArgs(1, "one pipeline file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, _, err := g.load(cmd.Context(), cmd, args[0])
+			if err != nil {
+				return err
+			}
+			defer p.Close(cmd.Context())
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: pipeline %q is valid\n", args[0], p.Name())
+			return nil
+		},
+	}
+}
+
+func newPluginCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "plugin", Short: "Build and inspect plugins"}
+	var out string
+	build := &cobra.Command{
+		Use:   "build DIR",
+		Short: "Build a Go SDK plugin folder to a .wasm module",
+		Long: `Build the Go SDK plugin in DIR with the local Go toolchain (GOOS=wasip1,
+-buildmode=c-shared). Builds are cached by a hash of their sources. The path of
+the module is printed; with -o it is copied there.`,
+		Args: exactArgs(1, "one plugin directory"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, _, err := host.BuildPlugin(cmd.Context(), args[0], g.cacheDir)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(out, b, 0o644); err != nil {
+					return err
+				}
+				path = out
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), path)
+			return nil
+		},
+	}
+	build.Flags().StringVarP(&out, "output", "o", "", "write the module to this file")
+
+	var asJSON bool
+	inspect := &cobra.Command{
+		Use:   "inspect FILE.wasm",
+		Short: "Show a module's ABI version, exports, imports and size",
+		Args:  exactArgs(1, "one .wasm file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := host.InspectPlugin(args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			printInfo(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+	inspect.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(build, inspect)
+	return cmd
+}
+
+func printInfo(w io.Writer, info host.PluginInfo) {
+	fmt.Fprintf(w, "module:  %s\n", info.Path)
+	fmt.Fprintf(w, "size:    %d bytes\n", info.Size)
+	if info.ABIVersion > 0 {
+		fmt.Fprintf(w, "abi:     v%d\n", info.ABIVersion)
+	} else {
+		fmt.Fprintf(w, "abi:     none (not a weir plugin)\n")
+	}
+	fmt.Fprintf(w, "ops:     %s\n", strings.Join(info.Ops, ", "))
+	if info.Memory != "" {
+		fmt.Fprintf(w, "memory:  %s\n", info.Memory)
+	}
+	fmt.Fprintf(w, "exports:\n")
+	for _, e := range info.Exports {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+	fmt.Fprintf(w, "imports:\n")
+	for _, i := range info.Imports {
+		fmt.Fprintf(w, "  %s\n", i)
+	}
+	if len(info.Problems) > 0 {
+		fmt.Fprintf(w, "problems (weir would not load it):\n")
+		for _, p := range info.Problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+}

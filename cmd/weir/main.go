@@ -1,0 +1,66 @@
+// Command weir runs streaming pipelines defined in YAML, whose user functions
+// are WebAssembly plugins.
+//
+// Exit codes:
+//
+//	0  the pipeline finished: its input ended, or it was stopped by SIGINT
+//	   or SIGTERM and drained what it had read
+//	1  the pipeline failed while running
+//	2  the command line is wrong (unknown command, flag or argument count)
+//	3  the pipeline file is invalid; nothing ran
+//	4  a plugin could not be built, compiled, validated or initialised;
+//	   nothing ran
+//	130 a second SIGINT or SIGTERM forced an exit without draining
+//
+// Records that fail never change the exit code: they go to the dead-letter
+// output, and the counts are logged at exit.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/weir-stream/weir/host"
+)
+
+// Exit codes; documented above and in the README.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitConfig  = 3
+	exitPlugin  = 4
+	exitForced  = 130
+)
+
+func main() {
+	root := newRootCmd()
+	err := root.Execute()
+	os.Exit(exitCode(err))
+}
+
+func exitCode(err error) int {
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.Is(err, host.ErrConfig):
+		return exitConfig
+	case errors.Is(err, host.ErrPlugin):
+		return exitPlugin
+	}
+	return exitFailed
+}
+
+// usageError marks a command-line mistake.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}

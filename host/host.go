@@ -1,0 +1,177 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/pluginbuild"
+	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/state"
+)
+
+// ErrConfig is wrapped by every error about the pipeline file itself. The
+// pipeline did not start; fix the file and run again.
+var ErrConfig = errors.New("invalid pipeline")
+
+// ErrPlugin is wrapped by every error building, compiling, validating or
+// initialising a plugin. The pipeline did not start.
+var ErrPlugin = errors.New("plugin failed to load")
+
+// Options configure Load. The zero value reads the process's standard
+// streams and logs nowhere.
+type Options struct {
+	Stdin  io.Reader // for stdin sources; default os.Stdin
+	Stdout io.Writer // for stdout sinks; default os.Stdout
+	Stderr io.Writer // for the stderr dead-letter output; default os.Stderr
+	Logger *slog.Logger
+	// CacheDir holds built Go plugins and compiled modules; default
+	// pluginbuild.DefaultCacheDir().
+	CacheDir string
+	// Store holds keyed state; default a new in-memory store.
+	Store state.Store
+}
+
+// Pipeline is a loaded pipeline, validated and ready to run. Run it once,
+// then Close it. A Pipeline is not safe for concurrent use.
+type Pipeline struct {
+	cfg     *config.Pipeline
+	opts    Options
+	runtime *wasm.Runtime
+	plugins []*wasm.Plugin // per operator; nil for native operators
+}
+
+// Load reads, validates and prepares the pipeline at path: every plugin is
+// built if needed, compiled, checked against the ABI, and initialised once
+// with its config. Nothing reads input before Run.
+func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
+	if opts.Stdin == nil {
+		opts.Stdin = os.Stdin
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.CacheDir == "" {
+		opts.CacheDir = pluginbuild.DefaultCacheDir()
+	}
+	if opts.Store == nil {
+		opts.Store = state.NewMemory()
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, &loadError{kind: ErrConfig, err: err}
+	}
+	if cfg.Engine.Parallelism > 1 {
+		return nil, &loadError{kind: ErrConfig, err: cfg.Engine.At("parallelism").Errorf("engine.parallelism",
+			"parallelism %d is not supported yet; this weir runs the operator chain on one worker (set 1)", cfg.Engine.Parallelism)}
+	}
+	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
+	for i := range cfg.Operators {
+		op := &cfg.Operators[i]
+		if !op.Type.IsPlugin() {
+			continue
+		}
+		if p.runtime == nil {
+			p.runtime, err = wasm.NewRuntime(ctx, wasm.RuntimeOptions{CacheDir: opts.CacheDir, Logger: opts.Logger})
+			if err != nil {
+				return nil, err
+			}
+		}
+		plug, err := p.loadPlugin(ctx, op)
+		if err != nil {
+			p.Close(ctx)
+			return nil, &loadError{kind: ErrPlugin, err: err, pos: op.At("plugin").String(), path: op.FieldPath("plugin")}
+		}
+		p.plugins[i] = plug
+	}
+	return p, nil
+}
+
+func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.Plugin, error) {
+	bin, src, err := pluginbuild.Load(ctx, op.Plugin, pluginbuild.Options{CacheDir: p.opts.CacheDir})
+	if err != nil {
+		return nil, err
+	}
+	if src.Built {
+		p.opts.Logger.Debug("plugin built", "operator", op.Name, "source", op.Plugin, "module", src.Path, "cached", src.Cached)
+	}
+	plug, err := p.runtime.Load(ctx, wasm.PluginConfig{
+		Operator:         op.Name,
+		Path:             op.Plugin,
+		Wasm:             bin,
+		Op:               pluginOp(op.Type),
+		InitConfig:       op.ConfigJSON,
+		MemoryLimitPages: uint32(op.MemoryLimitPages),
+		Timeout:          op.Timeout,
+		Store:            p.opts.Store,
+		Logger:           p.opts.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Initialise one instance now, so that an init failure is a load error
+	// rather than a failure after input has been read.
+	w, err := plug.NewWorker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Close(ctx); err != nil {
+		return nil, err
+	}
+	p.opts.Logger.Debug("plugin loaded", "operator", op.Name, "sha256", src.Hash)
+	return plug, nil
+}
+
+func pluginOp(t config.OperatorType) abi.Op {
+	switch t {
+	case config.OperatorMap:
+		return abi.OpMap
+	case config.OperatorFlatMap:
+		return abi.OpFlatMap
+	case config.OperatorFilter:
+		return abi.OpFilter
+	}
+	return 0
+}
+
+// Name returns the pipeline's name.
+func (p *Pipeline) Name() string { return p.cfg.Name }
+
+// Close releases the compiled plugins. It is safe to call more than once.
+func (p *Pipeline) Close(ctx context.Context) error {
+	if p.runtime == nil {
+		return nil
+	}
+	err := p.runtime.Close(ctx)
+	p.runtime = nil
+	return err
+}
+
+// loadError marks an error from Load with its kind, and, for plugin errors,
+// the position in the pipeline file of the plugin that failed.
+type loadError struct {
+	kind error
+	err  error
+	pos  string
+	path string
+}
+
+func (e *loadError) Error() string {
+	if e.pos != "" {
+		return fmt.Sprintf("%s: %s: %v", e.pos, e.path, e.err)
+	}
+	return e.err.Error()
+}
+
+func (e *loadError) Unwrap() []error { return []error{e.kind, e.err} }

@@ -1,0 +1,126 @@
+// Package config loads, overrides, decodes and validates a weir pipeline
+// file before anything runs.
+//
+// # Schema (version 1)
+//
+// A pipeline file is one YAML document. Field names are snake_case; a field
+// that is unknown, or that does not apply to the element's type (path on a
+// generator source, say), is an error, and so is a duplicate key. Durations
+// use Go syntax (20ms, 1.5s, 2m; a bare 0 is allowed).
+//
+//	version: 1              # optional; if given must be 1
+//	name: sensor-anomaly    # required; [a-z0-9][a-z0-9_.-]*
+//	engine:                 # optional, every field optional
+//	  batch_size: 512       # records per batch, 1..65536, default 512
+//	  batch_linger: 20ms    # max wait to fill a batch from a slow source, >= 0, default 20ms
+//	  queue_depth: 4        # batches buffered between stages, 1..1024, default 4
+//	  parallelism: 1        # workers running the operator chain, 1..1024, default 1
+//	sources:                # at least one
+//	  - name: readings      # stage names: required, [a-z0-9][a-z0-9_.-]*,
+//	    type: file          #   unique across sources, operators and sinks
+//	    path: readings.json # file: required, must exist; relative to the pipeline file's directory
+//	    format: auto        # file: auto|jsonl|json_array|lines, default auto
+//	  - name: in            #   (auto = json_array if the first non-space byte is '[', else jsonl)
+//	    type: stdin         # at most one stdin source
+//	    format: jsonl       # stdin: jsonl|lines, default jsonl
+//	  - name: gen
+//	    type: generator
+//	    count: 1000         # records to produce, >= 0; 0 (default) = unbounded
+//	    rate: 0             # records per second, >= 0; 0 (default) = unthrottled
+//	    seed: 42            # default 1
+//	    key: id             # optional: a field whose value becomes the record key
+//	    fields:             # at least one, names unique; order is the JSON field order
+//	      - {name: id, kind: sequence, start: 1, end: 100}    # start default 0; end optional, >= start
+//	      - {name: t, kind: random_float, min: 17, max: 36, decimals: 2}  # min, max required; decimals 0..15
+//	      - {name: n, kind: random_int, min: 0, max: 9}       # min, max required integers, min <= max
+//	      - {name: d, kind: random_choice, values: [a, b]}    # values: non-empty list of any YAML
+//	      - {name: s, kind: random_string, length: 8}         # length 1..65536, required
+//	      - {name: ok, kind: random_bool}
+//	      - {name: c, kind: constant, value: anything}        # value required, any YAML
+//	      - {name: ts, kind: timestamp}                       # event time, epoch ms
+//	operators:              # optional, in chain order
+//	  - name: by-id
+//	    type: key_by        # key_by | map | flat_map | filter
+//	    field: id           # key_by: required dotted JSON path, a.b.c
+//	  - name: detect
+//	    type: flat_map
+//	    plugin: plugins/x   # map/flat_map/filter: required; a .wasm file or a directory of Go source
+//	    config: {k: 1}      # optional, any YAML; becomes Operator.ConfigJSON
+//	    batch_size: 256     # optional, 1..65536, default engine.batch_size
+//	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)
+//	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
+//	sinks:                  # at least one
+//	  - name: out
+//	    type: file          # stdout | file | discard
+//	    format: json        # json | raw, default json
+//	    path: out.jsonl     # file: required; its directory must exist
+//	dead_letter:            # optional, default {type: stderr}
+//	  type: file            # stderr | file
+//	  path: dlq.jsonl       # file: required; its directory must exist
+//
+// Generator sequences yield start, start+1, …, end. With count 0 the source
+// ends once a bounded sequence is exhausted; with count > 0 sequences wrap
+// around to start and the source ends after count records; a sequence
+// without end never ends. A timestamp field carries, with rate > 0, the
+// source's start time plus i*1000/rate ms for the i-th record (evenly
+// spaced event time); with rate 0, the wall-clock time of generation.
+//
+// Relative paths are resolved against the directory of the pipeline file
+// and stored absolute. Plugin configs are converted to compact JSON by
+// walking the YAML node tree: mapping keys keep their document order,
+// integers stay integers, floats keep their YAML text when it is valid JSON,
+// and values JSON cannot express (.inf, .nan, unknown tags) are errors. An
+// absent or null config becomes {}. Anchors and aliases are followed; merge
+// keys (<<) are not supported.
+//
+// # Errors
+//
+// Parse and Load check the whole pipeline and return every problem at once
+// as an Errors, sorted by position, one per line:
+//
+//	pipeline.yaml:12:5: operators[1] "detect": unknown field "plugn" (did you mean "plugin"?)
+//	pipeline.yaml:20:11: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard; did you mean "stdout"?)
+//	$WEIR_ENGINE_BATCH_SIZE: engine.batch_size: expected an integer, got "lots"
+//
+// The form is position: path: message. The position is file:line:col of
+// the offending node, or $NAME when the value came from the environment
+// variable NAME. The path names the element: list items are written
+// list[index] "name". Code that runs later (the plugin loader, the
+// runtime) reports problems with a stage in the same format through the
+// stage's embedded Meta (op.Errorf("plugin", "…")) or Pos.Errorf.
+//
+// # Environment overrides
+//
+// An environment variable WEIR_<PATH> overrides a scalar field, where PATH
+// is the field's path with list items addressed by their name, each part
+// uppercased and every character other than an ASCII letter or digit
+// replaced by '_' (see EnvName):
+//
+//	name                           WEIR_NAME
+//	engine.batch_size              WEIR_ENGINE_BATCH_SIZE
+//	sources[name=readings].path    WEIR_SOURCES_READINGS_PATH
+//	operators[name=by-id].field    WEIR_OPERATORS_BY_ID_FIELD
+//	sources[name=gen].fields[name=temp].max   WEIR_SOURCES_GEN_FIELDS_TEMP_MAX
+//	operators[name=detect].config.threshold   WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD
+//
+// An override applies to every scalar field of the schema that belongs to
+// an element present in the file (or to the engine and dead_letter blocks,
+// which always exist), whether or not the file sets that field; so
+// WEIR_ENGINE_PARALLELISM works without an engine block. Fields that do not
+// apply to the element's type are not looked up. Within a plugin config,
+// only scalars present in the file can be overridden (through mappings,
+// not lists). List items are addressed by the name written in the file.
+// For number fields, generator constants and plugin config entries the
+// value is read as one YAML scalar (42 is an integer, true a boolean, '007'
+// in quotes a string; anything else is taken as a string); for string and
+// duration fields it is taken verbatim. Relative paths from the environment
+// resolve against the pipeline directory like those in the file. A variable set to the empty string
+// counts as unset. Variables that match no field are ignored.
+//
+// Load reads the process environment through viper (OSEnv: env prefix
+// WEIR, AutomaticEnv, a key replacer implementing the rule above). Parse
+// takes the lookup as a function so tests and the fuzz test can inject one;
+// tests of the viper path set variables with t.Setenv and pass OSEnv().
+//
+// The package logs nothing.
+package config

@@ -1,0 +1,231 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, that failures are well-formed
+// Errors, and that every pipeline it accepts satisfies the schema's
+// invariants.
+func FuzzParse(f *testing.F) {
+	dir := f.TempDir()
+	for name, data := range map[string]string{
+		"readings.json":            "[]",
+		"other.json":               "{}",
+		"plugins/anomaly/main.go":  "package main\n",
+		"plugins/double.wasm":      "\x00asm",
+		"plugins/empty/.keep":      "",
+		"out/.keep":                "",
+		"plugins/notes.txt":        "x",
+		"plugins/anomaly/README":   "x",
+		"plugins/anomaly/sub/x.go": "package sub\n",
+	} {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			f.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			f.Fatal(err)
+		}
+	}
+	filename := filepath.Join(dir, "pipeline.yaml")
+
+	f.Add([]byte(fullPipeline), "")
+	f.Add([]byte(envBase), "")
+	f.Add([]byte(envBase), "7")
+	f.Add([]byte(envBase), "'x'")
+	for _, tt := range parseErrorCases {
+		f.Add([]byte(tt.doc), "")
+	}
+	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: sequence}]}]\nsinks: [{name: out, type: stdout}]\n"), "-1")
+	f.Add([]byte("a: &a [*a]\n"), "")
+	f.Add([]byte("{name: p, <<: {x: 1}}"), "")
+	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: constant, value: !!binary aGk=}]}]\nsinks: [{name: out, type: stdout}]\n"), "")
+
+	f.Fuzz(func(t *testing.T, data []byte, envVal string) {
+		env := func(name string) (string, bool) {
+			switch name {
+			case "WEIR_ENGINE_BATCH_SIZE", "WEIR_SOURCES_GEN_COUNT", "WEIR_SOURCES_G_FIELDS_X_START",
+				"WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD", "WEIR_SINKS_OUT_FORMAT", "WEIR_DEAD_LETTER_TYPE":
+				return envVal, true
+			}
+			return "", false
+		}
+		p, err := Parse(filename, data, env)
+		if err != nil {
+			if p != nil {
+				t.Fatalf("pipeline returned with error %v", err)
+			}
+			checkErrors(t, err)
+			return
+		}
+		checkPipeline(t, p)
+	})
+}
+
+func checkErrors(t *testing.T, err error) {
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) == 0 {
+		t.Fatalf("error %T is not a non-empty Errors: %v", err, err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != len(errs) {
+		t.Fatalf("%d errors print as %d lines:\n%v", len(errs), len(lines), err)
+	}
+	for i, e := range errs {
+		if e.Msg == "" {
+			t.Errorf("error %d has no message", i)
+		}
+		if i > 0 && errs[i-1].Pos.compare(e.Pos) > 0 {
+			t.Errorf("errors not sorted: %v before %v", errs[i-1].Pos, e.Pos)
+		}
+	}
+}
+
+func checkPipeline(t *testing.T, p *Pipeline) {
+	if p.Version != Version || !namePattern.MatchString(p.Name) {
+		t.Errorf("version %d, name %q", p.Version, p.Name)
+	}
+	e := p.Engine
+	if e.BatchSize < 1 || e.BatchSize > MaxBatchSize || e.BatchLinger < 0 || e.QueueDepth < 1 ||
+		e.QueueDepth > MaxQueueDepth || e.Parallelism < 1 || e.Parallelism > MaxParallelism {
+		t.Errorf("engine out of range: %+v", e)
+	}
+	if len(p.Sources) == 0 || len(p.Sinks) == 0 {
+		t.Errorf("%d sources, %d sinks", len(p.Sources), len(p.Sinks))
+	}
+	names := map[string]bool{}
+	stage := func(m Meta, name string) {
+		if !namePattern.MatchString(name) || names[name] {
+			t.Errorf("stage name %q invalid or duplicate", name)
+		}
+		names[name] = true
+		if m.Where == "" {
+			t.Errorf("stage %q has no path", name)
+		}
+	}
+	abs := func(what, path string) {
+		if !filepath.IsAbs(path) {
+			t.Errorf("%s path %q is not absolute", what, path)
+		}
+	}
+	stdin := 0
+	for _, s := range p.Sources {
+		stage(s.Meta, s.Name)
+		switch s.Type {
+		case SourceFile:
+			abs("source", s.Path)
+			if !contains(fileFormats, string(s.Format)) {
+				t.Errorf("file format %q", s.Format)
+			}
+		case SourceStdin:
+			stdin++
+			if s.Format != FormatJSONL && s.Format != FormatLines {
+				t.Errorf("stdin format %q", s.Format)
+			}
+		case SourceGenerator:
+			checkGenerator(t, s)
+		default:
+			t.Errorf("source type %q", s.Type)
+		}
+	}
+	if stdin > 1 {
+		t.Errorf("%d stdin sources", stdin)
+	}
+	for _, op := range p.Operators {
+		stage(op.Meta, op.Name)
+		switch {
+		case op.Type == OperatorKeyBy:
+			if len(op.KeyPath) == 0 || strings.Join(op.KeyPath, ".") != op.Field {
+				t.Errorf("key_by path %q %q", op.Field, op.KeyPath)
+			}
+		case op.Type.IsPlugin():
+			abs("plugin", op.Plugin)
+			if op.PluginKind != PluginWasm && op.PluginKind != PluginSource {
+				t.Errorf("plugin kind %q", op.PluginKind)
+			}
+			if !json.Valid(op.ConfigJSON) {
+				t.Errorf("ConfigJSON not valid JSON: %s", op.ConfigJSON)
+			}
+			if op.BatchSize < 1 || op.BatchSize > MaxBatchSize || op.MemoryLimitPages < 1 ||
+				op.MemoryLimitPages > MaxMemoryLimitPages || op.Timeout < 0 {
+				t.Errorf("operator out of range: %+v", op)
+			}
+		default:
+			t.Errorf("operator type %q", op.Type)
+		}
+	}
+	for _, s := range p.Sinks {
+		stage(s.Meta, s.Name)
+		if s.Format != SinkFormatJSON && s.Format != SinkFormatRaw {
+			t.Errorf("sink format %q", s.Format)
+		}
+		if s.Type == SinkFile {
+			abs("sink", s.Path)
+		} else if s.Type != SinkStdout {
+			t.Errorf("sink type %q", s.Type)
+		}
+	}
+	switch p.DeadLetter.Type {
+	case DeadLetterFile:
+		abs("dead letter", p.DeadLetter.Path)
+	case DeadLetterStderr:
+	default:
+		t.Errorf("dead letter type %q", p.DeadLetter.Type)
+	}
+}
+
+func checkGenerator(t *testing.T, s Source) {
+	if len(s.Fields) == 0 || s.Count < 0 || s.Rate < 0 {
+		t.Errorf("generator %+v", s)
+	}
+	fields := map[string]bool{}
+	for _, f := range s.Fields {
+		if f.Name == "" || fields[f.Name] {
+			t.Errorf("generator field name %q empty or duplicate", f.Name)
+		}
+		fields[f.Name] = true
+		switch f.Kind {
+		case GenSequence:
+			if f.End != nil && *f.End < f.Start {
+				t.Errorf("sequence %d..%d", f.Start, *f.End)
+			}
+		case GenRandomFloat:
+			if f.Min > f.Max || f.Decimals < -1 || f.Decimals > MaxDecimals {
+				t.Errorf("random_float %+v", f)
+			}
+		case GenRandomInt:
+			if f.MinInt > f.MaxInt {
+				t.Errorf("random_int %+v", f)
+			}
+		case GenRandomChoice:
+			if len(f.Values) == 0 {
+				t.Errorf("random_choice without values")
+			}
+			for _, v := range f.Values {
+				if !json.Valid(v) {
+					t.Errorf("choice not valid JSON: %s", v)
+				}
+			}
+		case GenRandomString:
+			if f.Length < 1 || f.Length > MaxStringLength {
+				t.Errorf("random_string length %d", f.Length)
+			}
+		case GenConstant:
+			if !json.Valid(f.Value) {
+				t.Errorf("constant not valid JSON: %s", f.Value)
+			}
+		case GenRandomBool, GenTimestamp:
+		default:
+			t.Errorf("generator kind %q", f.Kind)
+		}
+	}
+	if s.Key != "" && !fields[s.Key] {
+		t.Errorf("key %q is not a field", s.Key)
+	}
+}

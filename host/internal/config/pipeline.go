@@ -1,0 +1,635 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// namePattern is what pipeline and stage names must match.
+var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+
+// Field sets, by element kind and type.
+var (
+	pipelineFields = []string{"version", "name", "engine", "sources", "operators", "sinks", "dead_letter"}
+	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
+
+	sourceFields = map[SourceType][]string{
+		SourceFile:      {"name", "type", "path", "format"},
+		SourceStdin:     {"name", "type", "format"},
+		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields"},
+	}
+	operatorFields = map[OperatorType][]string{
+		OperatorKeyBy:   {"name", "type", "field"},
+		OperatorMap:     pluginFields,
+		OperatorFlatMap: pluginFields,
+		OperatorFilter:  pluginFields,
+	}
+	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout"}
+	sinkFields   = map[SinkType][]string{
+		SinkStdout:  {"name", "type", "format"},
+		SinkFile:    {"name", "type", "format", "path"},
+		SinkDiscard: {"name", "type"},
+	}
+	deadLetterFields = map[DeadLetterType][]string{
+		DeadLetterStderr: {"type"},
+		DeadLetterFile:   {"type", "path"},
+	}
+	genFields = map[GenKind][]string{
+		GenSequence:     {"name", "kind", "start", "end"},
+		GenRandomFloat:  {"name", "kind", "min", "max", "decimals"},
+		GenRandomInt:    {"name", "kind", "min", "max"},
+		GenRandomChoice: {"name", "kind", "values"},
+		GenRandomString: {"name", "kind", "length"},
+		GenRandomBool:   {"name", "kind"},
+		GenConstant:     {"name", "kind", "value"},
+		GenTimestamp:    {"name", "kind"},
+	}
+
+	sourceTypes     = []string{string(SourceFile), string(SourceStdin), string(SourceGenerator)}
+	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
+	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter)}
+	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard)}
+	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
+	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile)}
+	genKinds        = []string{
+		string(GenSequence), string(GenRandomFloat), string(GenRandomInt), string(GenRandomChoice),
+		string(GenRandomString), string(GenRandomBool), string(GenConstant), string(GenTimestamp),
+	}
+)
+
+// union returns every field of any type in m, in a stable order.
+func union[K ~string](m map[K][]string, order []string) []string {
+	var out []string
+	for _, k := range order {
+		for _, f := range m[K(k)] {
+			if !contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+// pipeline decodes and validates the whole document.
+func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
+	p := &Pipeline{File: d.absFile, Dir: d.dir, Version: Version}
+	o := d.object(root, Pos{File: d.file, Line: 1, Col: 1}, "", EnvPrefix, &p.Meta, false)
+	if o == nil {
+		return nil
+	}
+	if o.node == nil {
+		d.errAt(Pos{File: d.file}, "", "empty pipeline file")
+		return nil
+	}
+	if v, st := o.int("version", math.MinInt64, math.MaxInt64); st == good && v != Version {
+		o.fail("version", o.get("version", kScalar), "unsupported version %d (want %d)", v, Version)
+	}
+	if s, st := o.str("name"); st == absent {
+		o.missing("name")
+	} else if st == good {
+		p.Name = s
+		d.checkName(o, "name", s)
+	}
+	p.Engine = d.engine(o.get("engine", kNode), p.Pos)
+
+	if items, st := o.list("sources"); st != bad {
+		for i, n := range items {
+			if s, ok := d.source(n, i); ok {
+				p.Sources = append(p.Sources, s)
+			}
+		}
+		if len(items) == 0 {
+			d.errAt(p.At("sources"), "sources", "at least one source is required")
+		}
+	}
+	if items, st := o.list("operators"); st != bad {
+		for i, n := range items {
+			if op, ok := d.operator(n, i, p.Engine.BatchSize); ok {
+				p.Operators = append(p.Operators, op)
+			}
+		}
+	}
+	if items, st := o.list("sinks"); st != bad {
+		for i, n := range items {
+			if s, ok := d.sink(n, i); ok {
+				p.Sinks = append(p.Sinks, s)
+			}
+		}
+		if len(items) == 0 {
+			d.errAt(p.At("sinks"), "sinks", "at least one sink is required")
+		}
+	}
+	p.DeadLetter = d.deadLetter(o.get("dead_letter", kNode), p.Pos)
+	o.finish(pipelineFields, pipelineFields, "pipelines")
+	d.crossCheck(p)
+	return p
+}
+
+// checkName reports a name that does not match namePattern.
+func (d *decoder) checkName(o *object, field, s string) bool {
+	if namePattern.MatchString(s) {
+		return true
+	}
+	o.fail(field, o.get(field, kString), "invalid name %q: must match [a-z0-9][a-z0-9_.-]*", s)
+	return false
+}
+
+func (d *decoder) engine(n *yaml.Node, fallback Pos) Engine {
+	e := Engine{
+		BatchSize:   DefaultBatchSize,
+		BatchLinger: DefaultBatchLinger,
+		QueueDepth:  DefaultQueueDepth,
+		Parallelism: DefaultParallelism,
+	}
+	o := d.object(n, fallback, "engine", EnvName("engine"), &e.Meta, true)
+	if o == nil {
+		return e
+	}
+	if v, st := o.int("batch_size", 1, MaxBatchSize); st == good {
+		e.BatchSize = int(v)
+	}
+	if v, st := o.duration("batch_linger"); st == good {
+		e.BatchLinger = v
+	}
+	if v, st := o.int("queue_depth", 1, MaxQueueDepth); st == good {
+		e.QueueDepth = int(v)
+	}
+	if v, st := o.int("parallelism", 1, MaxParallelism); st == good {
+		e.Parallelism = int(v)
+	}
+	o.finish(engineFields, engineFields, "the engine block")
+	return e
+}
+
+// stage starts decoding item i of a stage list: it names the item by its
+// name (for paths and environment variables), and decodes name and the
+// type field.
+func (d *decoder) stage(n *yaml.Node, list string, i int, meta *Meta, typeField string, types []string) (o *object, name, typ string) {
+	path := fmt.Sprintf("%s[%d]", list, i)
+	env := ""
+	if raw := d.peekName(n); raw != "" {
+		path += fmt.Sprintf(" %q", raw)
+		env = EnvName(list, raw)
+	}
+	if r := d.res(n); r != nil && isNull(r) {
+		d.errorf(r, path, "expected a mapping, got null")
+		return nil, "", ""
+	}
+	o = d.object(n, Pos{File: d.file}, path, env, meta, false)
+	if o == nil {
+		return nil, "", ""
+	}
+	if s, st := o.str("name"); st == absent {
+		o.missing("name")
+	} else if st == good && d.checkName(o, "name", s) {
+		name = s
+	}
+	if s, st := o.enum(typeField, types...); st == absent {
+		o.missing(typeField)
+	} else if st == good {
+		typ = s
+	}
+	return o, name, typ
+}
+
+func (d *decoder) source(n *yaml.Node, i int) (Source, bool) {
+	var s Source
+	o, name, typ := d.stage(n, "sources", i, &s.Meta, "type", sourceTypes)
+	if o == nil {
+		return s, false
+	}
+	s.Name, s.Type = name, SourceType(typ)
+	switch s.Type {
+	case SourceFile:
+		s.Format = FormatAuto
+		if p, st := o.nonEmpty("path"); st == absent {
+			o.missing("path")
+		} else if st == good {
+			s.Path = d.abs(p)
+			d.checkInputFile(o, "path", p, s.Path)
+		}
+		if f, st := o.enum("format", fileFormats...); st == good {
+			s.Format = SourceFormat(f)
+		}
+	case SourceStdin:
+		s.Format = FormatJSONL
+		if f, st := o.enum("format", stdinFormats...); st == good {
+			s.Format = SourceFormat(f)
+		}
+	case SourceGenerator:
+		d.generator(o, &s)
+	}
+	o.finish(sourceFields[s.Type], union(sourceFields, sourceTypes), o.kindOf(typ, "sources", "type"))
+	return s, true
+}
+
+func (d *decoder) generator(o *object, s *Source) {
+	s.Seed = DefaultSeed
+	if v, st := o.int("count", 0, math.MaxInt64); st == good {
+		s.Count = v
+	}
+	if v, st := o.float("rate"); st == good {
+		if v < 0 {
+			o.fail("rate", o.get("rate", kScalar), "must not be negative, got %v", v)
+		} else {
+			s.Rate = v
+		}
+	}
+	if v, st := o.int("seed", math.MinInt64, math.MaxInt64); st == good {
+		s.Seed = v
+	}
+	key, keyState := o.nonEmpty("key")
+	items, st := o.list("fields")
+	if st == absent {
+		o.missing("fields")
+	} else if st == good && len(items) == 0 {
+		o.fail("fields", o.get("fields", kNode), "at least one field is required")
+	}
+	seen := map[string]string{}
+	for i, n := range items {
+		f, ok := d.genField(n, s.Meta.FieldPath("fields"), o.env, i)
+		if !ok {
+			continue
+		}
+		if f.Name != "" {
+			if prev, dup := seen[f.Name]; dup {
+				d.errAt(f.At("name"), f.Where, "duplicate field name %q (also %s)", f.Name, prev)
+			} else {
+				seen[f.Name] = f.Where
+			}
+		}
+		s.Fields = append(s.Fields, f)
+	}
+	if keyState == good {
+		if _, ok := seen[key]; ok {
+			s.Key = key
+		} else if st == good {
+			names := make([]string, 0, len(s.Fields))
+			for _, f := range s.Fields {
+				names = append(names, f.Name)
+			}
+			o.fail("key", o.get("key", kString), "key %q is not one of the generator's fields%s", key, didYouMean(key, names))
+		}
+	}
+}
+
+func (d *decoder) genField(n *yaml.Node, listPath, srcEnv string, i int) (GenField, bool) {
+	f := GenField{Decimals: -1}
+	path := fmt.Sprintf("%s[%d]", listPath, i)
+	env := ""
+	if raw := d.peekName(n); raw != "" {
+		path += fmt.Sprintf(" %q", raw)
+		if srcEnv != "" {
+			env = srcEnv + "_FIELDS_" + envNorm(raw)
+		}
+	}
+	if r := d.res(n); r != nil && isNull(r) {
+		d.errorf(r, path, "expected a mapping, got null")
+		return f, false
+	}
+	o := d.object(n, Pos{File: d.file}, path, env, &f.Meta, false)
+	if o == nil {
+		return f, false
+	}
+	if s, st := o.nonEmpty("name"); st == absent {
+		o.missing("name")
+	} else if st == good {
+		f.Name = s
+	}
+	kind, st := o.enum("kind", genKinds...)
+	if st == absent {
+		o.missing("kind")
+	}
+	f.Kind = GenKind(kind)
+	req := func(name string, st state) bool {
+		if st == absent {
+			o.missing(name)
+		}
+		return st == good
+	}
+	both := func(ok1, ok2 bool) bool { return ok1 && ok2 } // evaluates both
+	switch f.Kind {
+	case GenSequence:
+		start, st := o.int("start", math.MinInt64, math.MaxInt64)
+		if st == good {
+			f.Start = start
+		}
+		if end, st := o.int("end", math.MinInt64, math.MaxInt64); st == good {
+			if end < f.Start {
+				o.fail("end", o.get("end", kScalar), "end (%d) must not be less than start (%d)", end, f.Start)
+			} else {
+				f.End = &end
+			}
+		}
+	case GenRandomFloat:
+		lo, st1 := o.float("min")
+		hi, st2 := o.float("max")
+		if both(req("min", st1), req("max", st2)) {
+			if lo > hi {
+				o.fail("max", o.get("max", kScalar), "max (%v) must not be less than min (%v)", hi, lo)
+			}
+			f.Min, f.Max = lo, hi
+		}
+		if v, st := o.int("decimals", 0, MaxDecimals); st == good {
+			f.Decimals = int(v)
+		}
+	case GenRandomInt:
+		lo, st1 := o.int("min", math.MinInt64, math.MaxInt64)
+		hi, st2 := o.int("max", math.MinInt64, math.MaxInt64)
+		if both(req("min", st1), req("max", st2)) {
+			if lo > hi {
+				o.fail("max", o.get("max", kScalar), "max (%d) must not be less than min (%d)", hi, lo)
+			}
+			f.MinInt, f.MaxInt = lo, hi
+		}
+	case GenRandomChoice:
+		items, st := o.list("values")
+		if req("values", st) {
+			if len(items) == 0 {
+				o.fail("values", o.get("values", kNode), "at least one value is required")
+			}
+			for j, v := range items {
+				f.Values = append(f.Values, d.toJSON(nil, v, fmt.Sprintf("%s[%d]", o.path("values"), j), ""))
+			}
+		}
+	case GenRandomString:
+		if v, st := o.int("length", 1, MaxStringLength); req("length", st) {
+			f.Length = int(v)
+		}
+	case GenConstant:
+		if v := o.get("value", kScalar); v == nil {
+			o.missing("value")
+		} else {
+			f.Value = d.toJSON(nil, v, o.path("value"), "")
+		}
+	}
+	o.finish(genFields[f.Kind], union(genFields, genKinds), o.kindOf(kind, "fields", "kind"))
+	return f, true
+}
+
+func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool) {
+	var op Operator
+	o, name, typ := d.stage(n, "operators", i, &op.Meta, "type", operatorTypes)
+	if o == nil {
+		return op, false
+	}
+	op.Name, op.Type = name, OperatorType(typ)
+	switch {
+	case op.Type == OperatorKeyBy:
+		if s, st := o.str("field"); st == absent {
+			o.missing("field")
+		} else if st == good {
+			if segs, err := splitFieldPath(s); err != nil {
+				o.fail("field", o.get("field", kString), "invalid field path %q: %v", s, err)
+			} else {
+				op.Field, op.KeyPath = s, segs
+			}
+		}
+	case op.Type.IsPlugin():
+		op.BatchSize = engineBatch
+		op.MemoryLimitPages = DefaultMemoryLimitPages
+		if p, st := o.nonEmpty("plugin"); st == absent {
+			o.missing("plugin")
+		} else if st == good {
+			op.Plugin = d.abs(p)
+			op.PluginKind = d.checkPlugin(o, p, op.Plugin)
+		}
+		op.ConfigJSON = []byte("{}")
+		if v := o.get("config", kNode); v != nil && !isNull(v) {
+			op.ConfigJSON = d.toJSON(nil, v, o.path("config"), joinEnv(o.env, "config"))
+		}
+		if v, st := o.int("batch_size", 1, MaxBatchSize); st == good {
+			op.BatchSize = int(v)
+		}
+		if v, st := o.int("memory_limit_pages", 1, MaxMemoryLimitPages); st == good {
+			op.MemoryLimitPages = int(v)
+		}
+		if v, st := o.duration("timeout"); st == good {
+			op.Timeout = v
+		}
+	}
+	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
+	return op, true
+}
+
+func joinEnv(prefix, field string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "_" + envNorm(field)
+}
+
+// splitFieldPath splits a dotted JSON field path such as "a.b.c".
+func splitFieldPath(s string) ([]string, error) {
+	if s == "" {
+		return nil, errors.New("must not be empty")
+	}
+	segs := strings.Split(s, ".")
+	for _, seg := range segs {
+		if seg == "" {
+			return nil, errors.New("empty segment (use a.b.c)")
+		}
+		if strings.IndexFunc(seg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return nil, errors.New("segments must not contain spaces or control characters")
+		}
+	}
+	return segs, nil
+}
+
+func (d *decoder) sink(n *yaml.Node, i int) (Sink, bool) {
+	var s Sink
+	o, name, typ := d.stage(n, "sinks", i, &s.Meta, "type", sinkTypes)
+	if o == nil {
+		return s, false
+	}
+	s.Name, s.Type = name, SinkType(typ)
+	if s.Type != "" {
+		s.Format = SinkFormatJSON
+		if f, st := o.enum("format", sinkFormats...); st == good {
+			s.Format = SinkFormat(f)
+		}
+	}
+	if s.Type == SinkFile {
+		s.Path = d.outputPath(o)
+	}
+	o.finish(sinkFields[s.Type], union(sinkFields, sinkTypes), o.kindOf(typ, "sinks", "type"))
+	return s, true
+}
+
+func (d *decoder) deadLetter(n *yaml.Node, fallback Pos) DeadLetter {
+	dl := DeadLetter{Type: DeadLetterStderr}
+	o := d.object(n, fallback, "dead_letter", EnvName("dead_letter"), &dl.Meta, true)
+	if o == nil {
+		return dl
+	}
+	typ, st := o.enum("type", deadLetterTypes...)
+	switch st {
+	case good:
+		dl.Type = DeadLetterType(typ)
+	case bad:
+		dl.Type = ""
+	}
+	if dl.Type == DeadLetterFile {
+		dl.Path = d.outputPath(o)
+	}
+	o.finish(deadLetterFields[dl.Type], union(deadLetterFields, deadLetterTypes), o.kindOf(string(dl.Type), "dead letters", "type"))
+	return dl
+}
+
+// outputPath decodes the required path of a file output and checks that
+// its directory exists.
+func (d *decoder) outputPath(o *object) string {
+	p, st := o.nonEmpty("path")
+	if st == absent {
+		o.missing("path")
+	}
+	if st != good {
+		return ""
+	}
+	abs := d.abs(p)
+	v := o.get("path", kString)
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		o.fail("path", v, "%q is a directory", p)
+		return abs
+	}
+	dir := filepath.Dir(abs)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o.fail("path", v, "directory %s does not exist", dir)
+	case err != nil:
+		o.fail("path", v, "%v", err)
+	case !fi.IsDir():
+		o.fail("path", v, "%s is not a directory", dir)
+	}
+	return abs
+}
+
+// checkInputFile reports a file source path that is not a readable file.
+func (d *decoder) checkInputFile(o *object, field, p, abs string) {
+	fi, err := os.Stat(abs)
+	v := o.get(field, kString)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o.fail(field, v, "file %q does not exist (resolved to %s)", p, abs)
+	case err != nil:
+		o.fail(field, v, "%v", err)
+	case fi.IsDir():
+		o.fail(field, v, "%q is a directory, not a file", p)
+	}
+}
+
+// checkPlugin reports a plugin path that is neither a .wasm file nor a
+// directory holding Go source, and returns which of the two it is.
+func (d *decoder) checkPlugin(o *object, p, abs string) PluginKind {
+	fi, err := os.Stat(abs)
+	v := o.get("plugin", kString)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		o.fail("plugin", v, "plugin %q does not exist (resolved to %s)", p, abs)
+	case err != nil:
+		o.fail("plugin", v, "%v", err)
+	case fi.IsDir():
+		matches, _ := filepath.Glob(filepath.Join(abs, "*.go"))
+		if len(matches) == 0 {
+			o.fail("plugin", v, "plugin directory %q holds no .go files", p)
+			return ""
+		}
+		return PluginSource
+	case !fi.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(abs), ".wasm"):
+		o.fail("plugin", v, "plugin %q must be a .wasm file or a directory of Go source", p)
+	default:
+		return PluginWasm
+	}
+	return ""
+}
+
+// crossCheck validates what involves more than one element.
+func (d *decoder) crossCheck(p *Pipeline) {
+	type stageRef struct {
+		meta *Meta
+		name string
+	}
+	var stages []stageRef
+	for i := range p.Sources {
+		stages = append(stages, stageRef{&p.Sources[i].Meta, p.Sources[i].Name})
+	}
+	for i := range p.Operators {
+		stages = append(stages, stageRef{&p.Operators[i].Meta, p.Operators[i].Name})
+	}
+	for i := range p.Sinks {
+		stages = append(stages, stageRef{&p.Sinks[i].Meta, p.Sinks[i].Name})
+	}
+	byName := map[string]*Meta{}
+	byEnv := map[string]*Meta{}
+	for _, s := range stages {
+		if s.name == "" {
+			continue
+		}
+		if prev, dup := byName[s.name]; dup {
+			d.errAt(s.meta.At("name"), s.meta.Where, "duplicate stage name %q (also %s at %s)", s.name, prev.Where, prev.At("name"))
+			continue
+		}
+		byName[s.name] = s.meta
+		list, _, _ := strings.Cut(s.meta.Where, "[")
+		env := EnvName(list, s.name)
+		if prev, dup := byEnv[env]; dup {
+			d.errAt(s.meta.At("name"), s.meta.Where,
+				"name %q maps to the same environment variables (%s_*) as %s", s.name, env, prev.Where)
+			continue
+		}
+		byEnv[env] = s.meta
+	}
+
+	var stdin *Source
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		if s.Type != SourceStdin {
+			continue
+		}
+		if stdin != nil {
+			d.errAt(s.At("type"), s.Where, "only one source may read stdin (also %s)", stdin.Where)
+			continue
+		}
+		stdin = s
+	}
+
+	inputs := map[string]*Meta{}
+	for i := range p.Sources {
+		if s := &p.Sources[i]; s.Type == SourceFile && s.Path != "" {
+			inputs[s.Path] = &s.Meta
+		}
+	}
+	outputs := map[string]*Meta{}
+	checkOut := func(m *Meta, path string) {
+		if path == "" {
+			return
+		}
+		if prev, dup := outputs[path]; dup {
+			d.errAt(m.At("path"), m.FieldPath("path"), "%s is also written by %s", path, prev.Where)
+			return
+		}
+		if src, ok := inputs[path]; ok {
+			d.errAt(m.At("path"), m.FieldPath("path"), "%s is the input of %s", path, src.Where)
+		}
+		outputs[path] = m
+	}
+	for i := range p.Sinks {
+		if s := &p.Sinks[i]; s.Type == SinkFile {
+			checkOut(&s.Meta, s.Path)
+		}
+	}
+	if p.DeadLetter.Type == DeadLetterFile {
+		checkOut(&p.DeadLetter.Meta, p.DeadLetter.Path)
+	}
+}

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"strings"
+
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/wasm"
+)
+
+// keyBy sets each record's key from a JSON field of its value. A string
+// field's key is its text without quotes; any other value's key is its JSON
+// text. A record whose value is not a JSON object with that field goes to the
+// dead-letter output.
+type keyBy struct {
+	name    string
+	path    []string
+	field   string
+	scratch []byte
+}
+
+// NewKeyBy returns the key_by operator for the dotted field path.
+func NewKeyBy(name string, path []string) Operator {
+	return &keyBy{name: name, path: path, field: strings.Join(path, ".")}
+}
+
+func (k *keyBy) Name() string                { return k.name }
+func (k *keyBy) Close(context.Context) error { return nil }
+func (k *keyBy) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+	for i := range in {
+		rec := in[i]
+		v, err := wjson.Get(rec.Value, k.path...)
+		switch {
+		case err != nil:
+			out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: k.name,
+				Reason: "key_by " + k.field + ": value is not JSON: " + err.Error()})
+			continue
+		case !v.Exists():
+			out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: k.name,
+				Reason: "key_by " + k.field + ": field not found"})
+			continue
+		}
+		switch raw := v.Raw; {
+		case v.Kind != wjson.String:
+			rec.Key = raw
+		case bytes.IndexByte(raw, '\\') < 0:
+			rec.Key = raw[1 : len(raw)-1] // no escapes: the text as it stands
+		default:
+			k.scratch = v.AppendString(k.scratch[:0])
+			rec.Key = out.Arena.Copy(k.scratch)
+		}
+		out.Records = append(out.Records, rec)
+	}
+	return nil
+}

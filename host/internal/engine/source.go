@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/weir-stream/weir/host/internal/record"
+)
+
+// Source produces records. Run reads until the input ends, returning nil, or
+// until ctx is done, returning ctx's error, or until it fails. A source is run
+// by one goroutine.
+type Source interface {
+	Name() string
+	Run(ctx context.Context, out *Out) error
+}
+
+// Out is how a source hands records to the pipeline. It fills batches from
+// the pipeline's bounded pool and sends each when it is full or flushed, so a
+// source blocks, rather than buffering, when the pipeline is behind. An Out is
+// used by one goroutine.
+type Out struct {
+	ctx       context.Context
+	pool      *pool
+	ch        chan<- *batch
+	source    int
+	name      string
+	batchSize int
+	cur       *batch
+	count     int64 // records added
+	dead      int64 // dead letters added
+}
+
+// Add appends a record to the current batch, copying key, value and header
+// values into the batch's arena. It sends the batch when it is full.
+func (o *Out) Add(rec record.Record) error {
+	if o.cur == nil {
+		if err := o.take(); err != nil {
+			return err
+		}
+	}
+	b := o.cur
+	rec.Key = b.arena.Copy(rec.Key)
+	rec.Value = b.arena.Copy(rec.Value)
+	if len(rec.Headers) > 0 {
+		hs := make([]record.Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			hs[i] = record.Header{Key: h.Key, Value: b.arena.Copy(h.Value)}
+		}
+		rec.Headers = hs
+	}
+	if rec.Origin.Source == "" {
+		rec.Origin.Source = o.name
+	}
+	b.records = append(b.records, rec)
+	o.count++
+	if len(b.records) >= o.batchSize {
+		return o.Flush()
+	}
+	return nil
+}
+
+// Dead sends a record the source could not decode to the dead-letter output.
+func (o *Out) Dead(rec record.Record, reason string) error {
+	if o.cur == nil {
+		if err := o.take(); err != nil {
+			return err
+		}
+	}
+	b := o.cur
+	rec.Key = b.arena.Copy(rec.Key)
+	rec.Value = b.arena.Copy(rec.Value)
+	if rec.Origin.Source == "" {
+		rec.Origin.Source = o.name
+	}
+	b.dead = append(b.dead, record.DeadLetter{Record: rec, Stage: o.name, Reason: reason})
+	o.dead++
+	if len(b.dead) >= o.batchSize {
+		return o.Flush()
+	}
+	return nil
+}
+
+// Pending returns the number of records in the batch not yet sent.
+func (o *Out) Pending() int {
+	if o.cur == nil {
+		return 0
+	}
+	return len(o.cur.records)
+}
+
+// Flush sends the current batch, if it holds anything.
+func (o *Out) Flush() error {
+	b := o.cur
+	if b == nil || (len(b.records) == 0 && len(b.dead) == 0) {
+		return nil
+	}
+	o.cur = nil
+	select {
+	case o.ch <- b:
+		return nil
+	case <-o.ctx.Done():
+		o.pool.put(b)
+		return o.ctx.Err()
+	}
+}
+
+func (o *Out) take() error {
+	select {
+	case b := <-o.pool.free:
+		b.source = o.source
+		o.cur = b
+		return nil
+	case <-o.ctx.Done():
+		return o.ctx.Err()
+	}
+}

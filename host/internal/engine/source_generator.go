@@ -1,0 +1,215 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/record"
+)
+
+// GenKind is the kind of a generated field.
+type GenKind int
+
+const (
+	GenSequence     GenKind = iota + 1 // Start, Start+1, …, End (or without end)
+	GenRandomInt                       // uniform integer in [Min, Max]
+	GenRandomFloat                     // uniform float in [Min, Max], rounded to Decimals
+	GenRandomChoice                    // one of Values
+	GenRandomString                    // Length random lowercase letters and digits
+	GenRandomBool                      // true or false
+	GenConstant                        // Value
+	GenTimestamp                       // the record's event time, epoch milliseconds
+)
+
+// GenField describes one generated JSON field.
+type GenField struct {
+	Name       string
+	Kind       GenKind
+	Start, End int64
+	Bounded    bool // a sequence with an End
+	Min, Max   float64
+	MinInt     int64
+	MaxInt     int64
+	Decimals   int // random_float: digits after the point; -1 for all
+	Length     int
+	// Values holds the choices of GenRandomChoice, and Value the constant of
+	// GenConstant, each as JSON text.
+	Values [][]byte
+	Value  []byte
+}
+
+// GeneratorConfig configures a generator source, after Flink's datagen.
+type GeneratorConfig struct {
+	// Count is the number of records to produce; 0 means no limit, in which
+	// case the source ends when a bounded sequence runs out. With a Count,
+	// bounded sequences wrap around.
+	Count int64
+	// Rate is records per second; 0 means as fast as the pipeline takes them.
+	Rate float64
+	// Seed makes random fields reproducible.
+	Seed uint64
+	// Key names the field whose value (string text unquoted, other values as
+	// JSON text) becomes the record key; empty for no key.
+	Key    string
+	Fields []GenField
+	// Linger bounds how long a partly filled batch waits when Rate throttles
+	// the source.
+	Linger time.Duration
+}
+
+type generator struct {
+	name string
+	cfg  GeneratorConfig
+	now  func() time.Time
+}
+
+// NewGenerator returns a source producing JSON objects with cfg's fields, in
+// field order.
+func NewGenerator(name string, cfg GeneratorConfig) Source {
+	return &generator{name: name, cfg: cfg, now: time.Now}
+}
+
+func (g *generator) Name() string { return g.name }
+
+const alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// Run implements Source.
+func (g *generator) Run(ctx context.Context, out *Out) error {
+	cfg := g.cfg
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
+	keyField := -1
+	for i, f := range cfg.Fields {
+		if f.Name == cfg.Key {
+			keyField = i
+		}
+	}
+	// The number of records before a sequence runs out.
+	limit := cfg.Count
+	if limit == 0 {
+		for _, f := range cfg.Fields {
+			if f.Kind == GenSequence && f.Bounded {
+				if n := f.End - f.Start + 1; limit == 0 || n < limit {
+					limit = n
+				}
+			}
+		}
+	}
+	var (
+		buf      []byte
+		key      []byte
+		start    = g.now()
+		batchAge time.Time
+		stopped  = ctx.Done()
+	)
+	for i := int64(0); limit == 0 || i < limit; i++ {
+		select {
+		case <-stopped:
+			return out.Flush()
+		default:
+		}
+		if cfg.Rate > 0 {
+			due := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
+			if wait := due.Sub(g.now()); wait > 0 {
+				if out.Pending() > 0 && (cfg.Linger <= 0 || g.now().Add(wait).Sub(batchAge) >= cfg.Linger) {
+					if err := out.Flush(); err != nil {
+						return err
+					}
+				}
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-stopped:
+					t.Stop()
+					return out.Flush()
+				}
+			}
+		}
+		// With a rate, event time is evenly spaced from the start, so it is
+		// reproducible relative to it; without, it is the wall clock.
+		now := g.now().UnixMilli()
+		if cfg.Rate > 0 {
+			now = start.UnixMilli() + int64(float64(i)*1000/cfg.Rate)
+		}
+		if out.Pending() == 0 {
+			batchAge = g.now()
+		}
+		buf = append(buf[:0], '{')
+		for fi := range cfg.Fields {
+			f := &cfg.Fields[fi]
+			if fi > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendQuote(buf, f.Name)
+			buf = append(buf, ':')
+			valStart := len(buf)
+			switch f.Kind {
+			case GenSequence:
+				v := f.Start + i
+				if f.Bounded {
+					v = f.Start + i%(f.End-f.Start+1)
+				}
+				buf = strconv.AppendInt(buf, v, 10)
+			case GenRandomInt:
+				span := uint64(f.MaxInt - f.MinInt)
+				var off uint64
+				if span == math.MaxUint64 {
+					off = rng.Uint64()
+				} else {
+					off = rng.Uint64N(span + 1)
+				}
+				buf = strconv.AppendInt(buf, f.MinInt+int64(off), 10)
+			case GenRandomFloat:
+				v := f.Min + rng.Float64()*(f.Max-f.Min)
+				if f.Decimals < 0 {
+					buf = strconv.AppendFloat(buf, v, 'f', -1, 64)
+				} else {
+					p := math.Pow10(f.Decimals)
+					buf = strconv.AppendFloat(buf, math.Round(v*p)/p, 'f', f.Decimals, 64)
+				}
+			case GenRandomChoice:
+				buf = append(buf, f.Values[rng.IntN(len(f.Values))]...)
+			case GenRandomString:
+				buf = append(buf, '"')
+				for range f.Length {
+					buf = append(buf, alnum[rng.IntN(len(alnum))])
+				}
+				buf = append(buf, '"')
+			case GenRandomBool:
+				buf = strconv.AppendBool(buf, rng.IntN(2) == 1)
+			case GenConstant:
+				buf = append(buf, f.Value...)
+			case GenTimestamp:
+				buf = strconv.AppendInt(buf, now, 10)
+			default:
+				return fmt.Errorf("source %q: field %q has unknown kind %d", g.name, f.Name, f.Kind)
+			}
+			if fi == keyField {
+				key = appendKeyText(key[:0], buf[valStart:])
+			}
+		}
+		buf = append(buf, '}')
+		rec := record.Record{Value: buf, Timestamp: now, Origin: record.Origin{Partition: -1, Offset: i}}
+		if keyField >= 0 {
+			rec.Key = key
+		}
+		if err := out.Add(rec); err != nil {
+			return err
+		}
+	}
+	return out.Flush()
+}
+
+// appendKeyText appends the key form of a JSON value: a string's text
+// without quotes, anything else as its JSON text.
+func appendKeyText(dst, v []byte) []byte {
+	if len(v) >= 2 && v[0] == '"' {
+		if s, err := strconv.Unquote(string(v)); err == nil {
+			return append(dst, s...)
+		}
+	}
+	return append(dst, v...)
+}

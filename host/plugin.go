@@ -1,0 +1,76 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/weir-stream/weir/host/internal/pluginbuild"
+	"github.com/weir-stream/weir/host/internal/wasm"
+)
+
+// BuildPlugin builds the Go SDK plugin in dir, or finds it in the cache
+// under cacheDir (empty for the default), and returns the module's path and
+// whether the cache had it.
+func BuildPlugin(ctx context.Context, dir, cacheDir string) (path string, cached bool, err error) {
+	src, err := pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cacheDir})
+	if err != nil {
+		return "", false, fmt.Errorf("%w: %w", ErrPlugin, err)
+	}
+	return src.Path, src.Cached, nil
+}
+
+// PluginInfo describes a module without running it.
+type PluginInfo struct {
+	Path       string   `json:"path"`
+	Size       int      `json:"size"`
+	ABIVersion int      `json:"abi_version"` // 0 when the module declares none
+	Ops        []string `json:"ops"`         // batch operations it implements: map, flat_map, filter
+	Exports    []string `json:"exports"`     // "name (params) -> (results)", sorted
+	Imports    []string `json:"imports"`     // "module.name (params) -> (results)", in module order
+	Memory     string   `json:"memory"`      // memory 0's limits in 64 KiB pages, or ""
+	// Problems says why weir would refuse to load the module; empty for a
+	// valid plugin.
+	Problems []string `json:"problems"`
+}
+
+// InspectPlugin describes the .wasm file at path. It fails only when the
+// file cannot be read or is not WebAssembly; a module that is not a valid
+// weir plugin is described, with Problems saying why.
+func InspectPlugin(path string) (PluginInfo, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return PluginInfo{}, err
+	}
+	info, err := wasm.Inspect(b)
+	if err != nil {
+		return PluginInfo{}, fmt.Errorf("%s: %w: %w", path, ErrPlugin, err)
+	}
+	pi := PluginInfo{Path: path, Size: info.Size, ABIVersion: info.ABIVersion, Problems: info.Problems,
+		Ops: []string{}, Exports: []string{}, Imports: []string{}}
+	for _, op := range info.Ops {
+		pi.Ops = append(pi.Ops, op.String())
+	}
+	for _, e := range info.Exports {
+		pi.Exports = append(pi.Exports, e.Name+" "+e.Signature.String())
+	}
+	for _, im := range info.Imports {
+		s := im.Module + "." + im.Name
+		if im.Kind == wasm.ImportFunction {
+			s += " " + im.Signature.String()
+		} else {
+			s += " (" + string(im.Kind) + ")"
+		}
+		pi.Imports = append(pi.Imports, s)
+	}
+	if m := info.Memory; m != nil {
+		pi.Memory = fmt.Sprintf("min %d pages", m.Min)
+		if m.HasMax {
+			pi.Memory += fmt.Sprintf(", max %d", m.Max)
+		}
+		if m.Imported {
+			pi.Memory += ", imported"
+		}
+	}
+	return pi, nil
+}

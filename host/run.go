@@ -1,0 +1,198 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/wasm"
+)
+
+// StageCounts are the record counts of one stage of a finished run.
+type StageCounts struct {
+	Stage string // "source", "operator", "sink"
+	Name  string
+	In    int64 // records given to the stage (operators, sinks)
+	Out   int64 // records the stage passed on or wrote
+	Dead  int64 // records the stage sent to the dead-letter output
+}
+
+// Summary is what a run did. Every record read is accounted for: it was
+// written by the sinks, dropped on purpose by a filter or flat_map, or sent
+// to the dead-letter output.
+type Summary struct {
+	Stages     []StageCounts
+	DeadLetter int64 // dead letters written
+}
+
+// LogValue renders the summary for slog, one attribute group per stage.
+func (s Summary) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, len(s.Stages)+1)
+	for _, st := range s.Stages {
+		var g []slog.Attr
+		if st.Stage != "source" {
+			g = append(g, slog.Int64("in", st.In))
+		}
+		g = append(g, slog.Int64("out", st.Out), slog.Int64("dead", st.Dead))
+		attrs = append(attrs, slog.Attr{Key: st.Name, Value: slog.GroupValue(g...)})
+	}
+	attrs = append(attrs, slog.Int64("dead_letters", s.DeadLetter))
+	return slog.GroupValue(attrs...)
+}
+
+// Run runs the pipeline until its sources end or ctx is done. When ctx is
+// done, sources stop reading and what was read drains through to the sinks;
+// Run then returns a nil error. The summary is valid even with an error.
+func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
+	ep, err := p.build(ctx)
+	if err != nil {
+		return Summary{}, err
+	}
+	es, err := ep.Run(ctx)
+	sum := Summary{DeadLetter: es.DeadLetter}
+	for _, c := range es.Sources {
+		sum.Stages = append(sum.Stages, StageCounts{Stage: "source", Name: c.Name, Out: c.Out, Dead: c.Dead})
+	}
+	for i, c := range es.Steps {
+		c.Name = p.cfg.Operators[i].Name
+		sum.Stages = append(sum.Stages, StageCounts{Stage: "operator", Name: c.Name, In: c.In, Out: c.Out, Dead: c.Dead})
+	}
+	for _, c := range es.Sinks {
+		sum.Stages = append(sum.Stages, StageCounts{Stage: "sink", Name: c.Name, In: c.In, Out: c.Out, Dead: c.Dead})
+	}
+	return sum, err
+}
+
+// build turns the validated config into an engine pipeline, creating one
+// worker per plugin operator.
+func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, err error) {
+	cfg := p.cfg
+	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth}
+	defer func() {
+		if err != nil {
+			for _, st := range ep.Steps {
+				st.Op.Close(ctx)
+			}
+			for _, s := range ep.Sinks {
+				s.Close()
+			}
+		}
+	}()
+	for i := range cfg.Sources {
+		ep.Sources = append(ep.Sources, p.source(&cfg.Sources[i]))
+	}
+	for i := range cfg.Operators {
+		op := &cfg.Operators[i]
+		var eop engine.Operator
+		if op.Type == config.OperatorKeyBy {
+			eop = engine.NewKeyBy(op.Name, op.KeyPath)
+		} else {
+			w, err := p.plugins[i].NewWorker(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
+			}
+			eop = &wasmOperator{name: op.Name, w: w}
+		}
+		ep.Steps = append(ep.Steps, engine.Step{Op: eop, BatchSize: op.BatchSize})
+	}
+	for i := range cfg.Sinks {
+		s := &cfg.Sinks[i]
+		format := engine.SinkJSON
+		if s.Format == config.SinkFormatRaw {
+			format = engine.SinkRaw
+		}
+		switch s.Type {
+		case config.SinkStdout:
+			ep.Sinks = append(ep.Sinks, engine.NewWriterSink(s.Name, "standard output", p.opts.Stdout, format, false))
+		case config.SinkFile:
+			fs, err := engine.NewFileSink(s.Name, s.Path, format)
+			if err != nil {
+				return nil, err
+			}
+			ep.Sinks = append(ep.Sinks, fs)
+		case config.SinkDiscard:
+			ep.Sinks = append(ep.Sinks, engine.NewDiscardSink(s.Name))
+		}
+	}
+	switch cfg.DeadLetter.Type {
+	case config.DeadLetterFile:
+		f, err := os.Create(cfg.DeadLetter.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: dead_letter.path: %w", cfg.DeadLetter.At("path"), err)
+		}
+		ep.DeadLetter = engine.NewDeadLetterWriter(cfg.DeadLetter.Path, f, true)
+	default:
+		ep.DeadLetter = engine.NewDeadLetterWriter("standard error", p.opts.Stderr, false)
+	}
+	return ep, nil
+}
+
+func (p *Pipeline) source(s *config.Source) engine.Source {
+	switch s.Type {
+	case config.SourceStdin:
+		return engine.NewReaderSource(s.Name, "standard input", p.opts.Stdin, sourceFormat(s.Format))
+	case config.SourceGenerator:
+		gc := engine.GeneratorConfig{Count: s.Count, Rate: s.Rate, Seed: uint64(s.Seed), Key: s.Key, Linger: p.cfg.Engine.BatchLinger}
+		for _, f := range s.Fields {
+			gf := engine.GenField{Name: f.Name, Kind: genKind(f.Kind), Start: f.Start, Min: f.Min, Max: f.Max,
+				MinInt: f.MinInt, MaxInt: f.MaxInt, Decimals: f.Decimals, Length: f.Length, Values: f.Values, Value: f.Value}
+			if f.End != nil {
+				gf.End, gf.Bounded = *f.End, true
+			}
+			gc.Fields = append(gc.Fields, gf)
+		}
+		return engine.NewGenerator(s.Name, gc)
+	default:
+		return engine.NewFileSource(s.Name, s.Path, sourceFormat(s.Format))
+	}
+}
+
+func sourceFormat(f config.SourceFormat) engine.Format {
+	switch f {
+	case config.FormatJSONL:
+		return engine.FormatJSONLines
+	case config.FormatJSONArray:
+		return engine.FormatJSONArray
+	case config.FormatLines:
+		return engine.FormatLines
+	}
+	return engine.FormatAuto
+}
+
+func genKind(k config.GenKind) engine.GenKind {
+	switch k {
+	case config.GenSequence:
+		return engine.GenSequence
+	case config.GenRandomInt:
+		return engine.GenRandomInt
+	case config.GenRandomFloat:
+		return engine.GenRandomFloat
+	case config.GenRandomChoice:
+		return engine.GenRandomChoice
+	case config.GenRandomString:
+		return engine.GenRandomString
+	case config.GenRandomBool:
+		return engine.GenRandomBool
+	case config.GenConstant:
+		return engine.GenConstant
+	case config.GenTimestamp:
+		return engine.GenTimestamp
+	}
+	return 0
+}
+
+// wasmOperator adapts a plugin worker to the engine.
+type wasmOperator struct {
+	name string
+	w    *wasm.Worker
+}
+
+func (o *wasmOperator) Name() string { return o.name }
+func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+	return o.w.Process(ctx, in, out)
+}
+func (o *wasmOperator) Close(ctx context.Context) error { return o.w.Close(ctx) }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, vet, and every Go test (examples run
+# through the real weir binary). This is the README's test command, and
+# .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt -l lists unformatted files:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+GOOS=wasip1 GOARCH=wasm go vet ./guest-sdk/... ./plugins/... ./examples/sensor-anomaly/plugins/...
+
+echo "== go test"
+go test -count=1 -timeout 20m "$@" ./...
