@@ -26,17 +26,24 @@ import (
 
 // Exit codes; documented above and in the README.
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitUsage   = 2
-	exitConfig  = 3
-	exitPlugin  = 4
-	exitForced  = 130
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+	exitConfig = 3
+	exitPlugin = 4
+	exitForced = 130
 )
 
 func main() {
 	root := newRootCmd()
 	err := root.Execute()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "weir: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(os.Stderr, "Run 'weir --help' for usage.")
+		}
+	}
 	os.Exit(exitCode(err))
 }
 

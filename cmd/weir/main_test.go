@@ -267,7 +267,7 @@ func TestPluginCommands(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("plugin inspect: exit %d\n%s", res.Code, res.Stderr)
 	}
-	for _, want := range []string{"abi:     v1", "weir_map", "weir_alloc", "weir_v1"} {
+	for _, want := range []string{"abi:     v1", "weir_map", "weir_alloc", "wasi_snapshot_preview1.fd_write"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, res.Stdout)
 		}

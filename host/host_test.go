@@ -1,0 +1,111 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weir-stream/weir/host"
+)
+
+// repoRoot returns the module root, for plugin paths.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+func writePipeline(t testing.TB, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	yaml = strings.ReplaceAll(yaml, "{{root}}", repoRoot(t))
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadErrorKinds(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want error
+	}{
+		{name: "invalid file", yaml: "name: p\nsources: []\n", want: host.ErrConfig},
+		{name: "not a weir module", want: host.ErrPlugin, yaml: `name: p
+sources: [{name: in, type: stdin}]
+operators: [{name: m, type: map, plugin: "{{root}}/host/internal/wasm/testdata/no_version.wasm"}]
+sinks: [{name: out, type: stdout}]
+`},
+		{name: "init traps", want: host.ErrPlugin, yaml: `name: p
+sources: [{name: in, type: stdin}]
+operators: [{name: m, type: map, plugin: "{{root}}/host/internal/wasm/testdata/init_trap.wasm"}]
+sinks: [{name: out, type: stdout}]
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := host.Load(context.Background(), writePipeline(t, tt.yaml), host.Options{})
+			if err == nil {
+				p.Close(context.Background())
+				t.Fatal("Load succeeded")
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Load error %q does not wrap %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunSummary runs a keyed, stateful Go plugin and checks output, state
+// scoping and the summary's accounting.
+func TestRunSummary(t *testing.T) {
+	path := writePipeline(t, `name: counter
+sources:
+  - name: gen
+    type: generator
+    count: 6
+    key: k
+    fields:
+      - {name: k, kind: random_choice, values: [a]}
+operators:
+  - {name: count, type: map, plugin: "{{root}}/plugins/conformance/go/counter"}
+sinks: [{name: out, type: stdout}]
+`)
+	var stdout bytes.Buffer
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{Stdout: &stdout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	sum, err := p.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 6 || lines[5] != `{"key":"a","count":6}` {
+		t.Fatalf("output:\n%s", stdout.String())
+	}
+	want := []host.StageCounts{
+		{Stage: "source", Name: "gen", Out: 6},
+		{Stage: "operator", Name: "count", In: 6, Out: 6},
+		{Stage: "sink", Name: "out", In: 6, Out: 6},
+	}
+	if len(sum.Stages) != len(want) {
+		t.Fatalf("summary %+v", sum)
+	}
+	for i := range want {
+		if sum.Stages[i] != want[i] {
+			t.Errorf("stage %d = %+v, want %+v", i, sum.Stages[i], want[i])
+		}
+	}
+}

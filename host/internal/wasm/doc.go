@@ -1,0 +1,120 @@
+// Package wasm is the host side of weir's plugin ABI (package abi): it
+// loads WebAssembly plugins under wazero, validates them, and runs batches
+// of records through them.
+//
+// # Types and concurrency
+//
+//   - Runtime is process-wide and safe for concurrent use. wazero fixes the
+//     memory limit and context cancellation per wazero.Runtime, so a Runtime
+//     keeps one per distinct (memory limit, timeout enabled) pair among its
+//     plugins, all sharing one compilation cache (on disk with
+//     RuntimeOptions.CacheDir). Cancellation checks cost 3-10x in call
+//     overhead, so only plugins with a Timeout get them.
+//   - Plugin is one operator's compiled, validated module, safe for
+//     concurrent use. It is compiled once; each NewWorker instantiates it.
+//   - Worker is one instance of the module. It is not safe for concurrent
+//     use: each worker goroutine owns one (Worker.Stats is the exception).
+//   - Output is caller-owned and reused from batch to batch.
+//
+// # Lifecycle
+//
+// Load checks the bytes are Wasm, compiles them, and validates the module
+// statically: it must export abi.ExportVersion (a module declaring another
+// version is rejected with ErrABIVersion), abi.ExportAlloc, abi.ExportInit
+// and the export of the operator's abi.Op, each with its ABI signature, and
+// import only functions weir provides, with their signatures: WASI preview
+// 1, the host functions of abi.ImportModule, and env.abort (AssemblyScript).
+// Every error names the operator and the module's path and wraps a
+// sentinel (ErrInvalidModule, ErrABIVersion, ErrInit, ErrInstantiate,
+// ErrConfig) for the CLI to map to an exit code.
+//
+// Load then makes the first instance, which NewWorker hands out first, so
+// that a module that cannot start fails at Load. Instantiating runs no
+// start function; the host runs abi.ExportInitialize when exported, then
+// writes the config into a region from weir_alloc and calls weir_init,
+// whose error text fails the load. Instances get WASI with no preopened
+// directories, no environment, no arguments beyond the operator name and no
+// sockets; clocks and randomness are real.
+//
+// Instantiation takes milliseconds (a Go guest runs its runtime's
+// initialisation), so it happens at Load and NewWorker, and on the hot path
+// only to replace an instance after a trap.
+//
+// # The batch call
+//
+// Process encodes the batch with abi.AppendBatchHeader, AppendRecord and
+// AppendHeader into a reused buffer, writes it into the guest's weir_alloc
+// region in one copy (asking for a bigger region only when it does not
+// fit), and calls the operator's export through api.Function.CallWithStack
+// with a reused stack. The output frame is read as a view of guest memory,
+// decoded and checked at once (abi.OutputReader, abi.CheckOrder, and one
+// entry per input for map), and whatever is kept is copied into the
+// Output's arena. A keep entry is the input record itself, so the identity
+// path copies nothing and allocates nothing. A record entry inherits key,
+// timestamp and headers from its input unless it sets them; every output
+// record keeps its input's Origin. The host calls abi.ExportGC, when
+// exported, after every abi.GCEveryCalls batch calls.
+//
+// # Host functions
+//
+// Host modules are instantiated once per wazero runtime and shared by its
+// instances, so a host function cannot capture its Worker. Each guest call
+// instead passes a context that carries the Worker, and wazero hands that
+// context to the host functions the guest calls. Without a timeout the
+// Worker reuses one such context and only swaps its parent per call, so
+// finding the Worker costs a type assertion and no allocation.
+//
+// abi.ImportLog logs a guest line, tagged with the operator, truncated to
+// abi.MaxLogLine and rate-limited per Worker (a token bucket of 100 lines a
+// second, burst 100); dropped lines are counted in Stats and reported at
+// most every 10 seconds and at Close. The guest's stdout and stderr are
+// logged line by line too, up to 64 KiB per instance, after which one
+// "guest output truncated" line is logged.
+//
+// The state functions are scoped to the operator and to the key of the
+// batch record the guest names by index (state.Key). Outside a batch call
+// they return abi.StatusNoContext; a bad index, StatusBadIndex; a key or
+// value over abi.MaxStateKey or abi.MaxStateValue, StatusTooLarge; a
+// pointer outside guest memory, StatusBadMemory.
+//
+// # State overlay
+//
+// State writes during a batch call go to a per-call overlay, each tagged
+// with the index of the record it is scoped to. Reads see the overlay first
+// (a record sees the writes of earlier records in the same call), then the
+// Store. When the call succeeds, the overlay is committed with one
+// Store.Apply, leaving out the writes made for records that ended in an
+// error entry: a rejected record's state writes are discarded. (Values that
+// later records in the same call derived from such a write are kept: the
+// guest saw it.) When the call fails, the whole overlay is discarded, so
+// nothing of a failed call is half-applied. A Store error fails the guest
+// call and makes Process return an error wrapping ErrState; it is fatal,
+// not a trap.
+//
+// # Errors and trap recovery
+//
+// An error entry sends its input to the dead letters (record.DeadLetter
+// with Stage the operator and Reason "<op> error: <message>") and discards
+// every other entry for that input.
+//
+// Any failure of the call itself is treated as a trap: a Wasm trap, a WASI
+// proc_exit (a Go guest's os.Exit or fatal panic), the deadline of
+// PluginConfig.Timeout, weir_alloc failing, or an output frame that is
+// malformed or breaks the ordering rules (guest bugs). The instance is
+// closed, and its outputs and state writes for the batch discarded; the
+// next call makes a fresh instance, running the whole lifecycle again. The
+// batch is then run again one record at a time. A record that fails alone
+// goes to the dead letters with a reason naming the failure ("trap: wasm
+// error: unreachable (stderr: panic: ...)", "exited with code 3", "timed
+// out after 50ms"), including what the guest last wrote to stderr; the
+// instance is replaced again, and the other records come out in input
+// order as if nothing had happened. Stats counts calls, traps and
+// restarts. If a replacement instance cannot be made, Process returns a
+// fatal error, wrapping ErrInstantiate, or ErrInit when the new instance's
+// initialisation fails.
+//
+// With a Timeout, each call runs under context.WithTimeout and wazero
+// closes the instance when it expires. Canceling the context passed to
+// Process interrupts a call only for plugins with a Timeout; it is fatal
+// (Process returns the context's error), not a trap.
+package wasm

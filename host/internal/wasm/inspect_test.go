@@ -1,0 +1,137 @@
+package wasm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/weir-stream/weir/abi"
+)
+
+func TestInspect(t *testing.T) {
+	tests := []struct {
+		module       string
+		abiVersion   int
+		ops          []abi.Op
+		exports      []string // a subset, "name signature"
+		imports      []string // all, "module.name kind"
+		memory       string   // "" for none known
+		problemsLike []string // substrings, in order; none means no problems
+	}{
+		{
+			module:     "identity",
+			abiVersion: 1,
+			ops:        []abi.Op{abi.OpMap, abi.OpFlatMap, abi.OpFilter},
+			exports:    []string{abi.ExportAlloc + " (i32) -> (i32)", abi.ExportMap + " (i32, i32) -> (i64)", abi.ExportGC + " () -> ()"},
+			memory:     "export memory, min 2",
+		},
+		{
+			module:     "counter",
+			abiVersion: 1,
+			ops:        []abi.Op{abi.OpMap},
+			imports: []string{
+				abi.ImportModule + "." + abi.ImportStateGet + " func",
+				abi.ImportModule + "." + abi.ImportStatePut + " func",
+				abi.ImportModule + "." + abi.ImportStateDelete + " func",
+			},
+			memory: "export memory, min 2",
+		},
+		{
+			module:       "abi_v2",
+			abiVersion:   2,
+			ops:          []abi.Op{abi.OpMap},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"speaks weir ABI v2"},
+		},
+		{
+			module:       "no_version",
+			ops:          []abi.Op{abi.OpMap},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"missing export " + abi.ExportVersion},
+		},
+		{
+			module:       "bad_signature",
+			abiVersion:   1,
+			memory:       "export memory, min 2",
+			problemsLike: []string{"exports none of", "export " + abi.ExportGC + " has type", "export " + abi.ExportMap + " has type"},
+		},
+		{
+			module:       "foreign_import",
+			abiVersion:   1,
+			ops:          []abi.Op{abi.OpMap},
+			imports:      []string{"env.memcpy func", "js.now func"},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"env.memcpy", "js.now"},
+		},
+		{
+			module:       "import_memory",
+			abiVersion:   1,
+			ops:          []abi.Op{abi.OpMap},
+			imports:      []string{"env.memory memory"},
+			memory:       "import, min 1",
+			problemsLike: []string{"imports memory env.memory"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.module, func(t *testing.T) {
+			wasm := testdata(t, tt.module)
+			info, err := Inspect(wasm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Size != len(wasm) {
+				t.Errorf("Size = %d, want %d", info.Size, len(wasm))
+			}
+			if info.ABIVersion != tt.abiVersion {
+				t.Errorf("ABIVersion = %d, want %d", info.ABIVersion, tt.abiVersion)
+			}
+			if fmt.Sprint(info.Ops) != fmt.Sprint(tt.ops) {
+				t.Errorf("Ops = %v, want %v", info.Ops, tt.ops)
+			}
+			exports := make(map[string]bool)
+			for _, e := range info.Exports {
+				exports[e.Name+" "+e.Signature.String()] = true
+			}
+			for _, want := range tt.exports {
+				if !exports[want] {
+					t.Errorf("no export %q in %v", want, info.Exports)
+				}
+			}
+			var imports []string
+			for _, im := range info.Imports {
+				imports = append(imports, fmt.Sprintf("%s.%s %s", im.Module, im.Name, im.Kind))
+			}
+			if !equal(imports, tt.imports) {
+				t.Errorf("Imports = %q, want %q", imports, tt.imports)
+			}
+			var mem string
+			if m := info.Memory; m != nil {
+				if m.Imported {
+					mem = fmt.Sprintf("import, min %d", m.Min)
+				} else {
+					mem = fmt.Sprintf("export %s, min %d", m.Export, m.Min)
+				}
+			}
+			if mem != tt.memory {
+				t.Errorf("Memory = %q, want %q", mem, tt.memory)
+			}
+			if len(info.Problems) != len(tt.problemsLike) {
+				t.Fatalf("Problems = %q, want %d like %q", info.Problems, len(tt.problemsLike), tt.problemsLike)
+			}
+			for i, want := range tt.problemsLike {
+				if !strings.Contains(info.Problems[i], want) {
+					t.Errorf("problem %d = %q, want it to mention %q", i, info.Problems[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestInspectNotWasm(t *testing.T) {
+	for _, b := range [][]byte{nil, []byte("hello world"), testdata(t, "identity")[:40]} {
+		if _, err := Inspect(b); !errors.Is(err, ErrInvalidModule) {
+			t.Errorf("Inspect(%q...): err = %v, want ErrInvalidModule", b[:min(len(b), 8)], err)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package wasm
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/record"
+)
+
+// Output receives what Process produces. The caller owns it and reuses it
+// from batch to batch: Process appends to Records and Dead, and copies the
+// bytes the guest produced into Arena (and header slices into an internal
+// slab); call Reset once the records of the previous batch are no longer
+// needed, since Reset lets that memory be overwritten.
+//
+// Records that the guest kept (abi.KindKeep) are the input records
+// themselves, sharing the input's bytes; the caller must keep the input
+// alive as long as the output.
+type Output struct {
+	Records []record.Record
+	Dead    []record.DeadLetter
+	Arena   record.Arena
+
+	headers []record.Header // slab for the headers of emitted records
+}
+
+// Reset empties o, keeping its memory for reuse.
+func (o *Output) Reset() {
+	clear(o.Records)
+	o.Records = o.Records[:0]
+	clear(o.Dead)
+	o.Dead = o.Dead[:0]
+	o.Arena.Reset()
+	clear(o.headers)
+	o.headers = o.headers[:0]
+}
+
+// headerSlab is the minimum capacity of the header slab.
+const headerSlab = 256
+
+// allocHeaders returns a slice of n headers from the slab. Slices returned
+// earlier stay valid: a full slab is replaced, not grown in place.
+func (o *Output) allocHeaders(n int) []record.Header {
+	if cap(o.headers)-len(o.headers) < n {
+		o.headers = make([]record.Header, 0, max(headerSlab, 2*cap(o.headers), n))
+	}
+	start := len(o.headers)
+	o.headers = o.headers[:start+n]
+	return o.headers[start : start+n : start+n]
+}
+
+// outputError is an output frame that breaks the ABI: a guest bug, treated
+// like a trap.
+type outputError struct {
+	msg string
+	err error
+}
+
+func (e *outputError) Error() string {
+	if e.err != nil {
+		return e.msg + ": " + e.err.Error()
+	}
+	return e.msg
+}
+
+func (e *outputError) Unwrap() error { return e.err }
+
+const (
+	// maxErrorMessage bounds the guest error text kept in a dead letter.
+	maxErrorMessage = 1024
+	// maxInternedNames bounds the header-name intern table of a decoder.
+	maxInternedNames = 1024
+)
+
+// decoder turns output frames into records. Each Worker has one; its
+// reader, entry and intern table are reused from call to call.
+type decoder struct {
+	op     abi.Op
+	stage  string // the operator, for dead letters
+	reader abi.OutputReader
+	entry  abi.Entry
+	names  map[string]string // interned header names
+}
+
+// decode appends to out what frame says about the batch in: kept and
+// emitted records, and a dead letter for each input the guest rejected,
+// which it also marks in rejected (len(in), all false on entry). Entries
+// for a rejected input are discarded, including those before the error.
+//
+// It checks the frame as it goes (abi.OutputReader, abi.CheckOrder, and for
+// map one entry per input) and returns an *outputError at the first
+// violation; out may then hold partial results, which the caller rolls
+// back. Everything the guest produced is copied, so frame may be a view of
+// guest memory that goes stale afterwards.
+func (d *decoder) decode(frame []byte, in []record.Record, out *Output, rejected []bool) (nrejected int, err error) {
+	if _, err := d.reader.Reset(frame); err != nil {
+		return 0, &outputError{msg: "malformed output frame", err: err}
+	}
+	e := &d.entry
+	prev := -1
+	group := len(out.Records) // where the outputs of input prev start
+	for {
+		ok, err := d.reader.Next(e)
+		if err != nil {
+			return nrejected, &outputError{msg: "malformed output frame", err: err}
+		}
+		if !ok {
+			break
+		}
+		if msg := abi.CheckOrder(d.op, len(in), prev, e); msg != "" {
+			return nrejected, &outputError{msg: "output breaks the ABI order rules: " + msg}
+		}
+		if e.Index != prev {
+			group = len(out.Records)
+			prev = e.Index
+		}
+		if rejected[e.Index] {
+			continue
+		}
+		src := &in[e.Index]
+		switch e.Kind {
+		case abi.KindKeep:
+			out.Records = append(out.Records, *src)
+		case abi.KindRecord:
+			out.Records = append(out.Records, d.record(src, e, out))
+		case abi.KindError:
+			clear(out.Records[group:])
+			out.Records = out.Records[:group]
+			rejected[e.Index] = true
+			nrejected++
+			out.Dead = append(out.Dead, record.DeadLetter{
+				Record: *src,
+				Stage:  d.stage,
+				Reason: d.op.String() + " error: " + guestText(e.Message, maxErrorMessage),
+			})
+		}
+	}
+	if d.op == abi.OpMap && prev != len(in)-1 {
+		return nrejected, &outputError{msg: fmt.Sprintf(
+			"output breaks the ABI order rules: map must answer every input, but answered %d of %d", prev+1, len(in))}
+	}
+	return nrejected, nil
+}
+
+// record builds the record a KindRecord entry emits for input src: the
+// entry's value, and its key, timestamp and headers where flagged, else
+// the input's. It keeps the input's origin.
+func (d *decoder) record(src *record.Record, e *abi.Entry, out *Output) record.Record {
+	r := record.Record{
+		Key:       src.Key,
+		Value:     out.Arena.Copy(e.Value),
+		Timestamp: src.Timestamp,
+		Headers:   src.Headers,
+		Origin:    src.Origin,
+	}
+	if e.Flags&abi.FlagKey != 0 {
+		r.Key = out.Arena.Copy(e.Key)
+	}
+	if e.Flags&abi.FlagTimestamp != 0 {
+		r.Timestamp = e.Time
+	}
+	if e.Flags&abi.FlagHeaders != 0 {
+		r.Headers = nil
+		if n := e.Headers.Len(); n > 0 {
+			hs := out.allocHeaders(n)
+			i := 0
+			e.Headers.Each(func(name, value []byte) {
+				hs[i] = record.Header{Key: d.intern(name), Value: out.Arena.Copy(value)}
+				i++
+			})
+			r.Headers = hs
+		}
+	}
+	return r
+}
+
+// intern returns name as a string, reusing the string of an earlier header
+// with the same name.
+func (d *decoder) intern(name []byte) string {
+	if s, ok := d.names[string(name)]; ok {
+		return s
+	}
+	s := string(name)
+	if d.names == nil {
+		d.names = make(map[string]string)
+	}
+	if len(d.names) < maxInternedNames {
+		d.names[s] = s
+	}
+	return s
+}
+
+// guestText returns guest-supplied text as valid UTF-8 of at most max
+// bytes.
+func guestText(b []byte, max int) string {
+	return strings.ToValidUTF8(truncateUTF8(b, max), "\uFFFD")
+}

@@ -1,0 +1,197 @@
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/state"
+)
+
+// DefaultMemoryLimitPages is the per-instance memory limit used when
+// PluginConfig.MemoryLimitPages is 0: 1024 pages of 64 KiB, 64 MiB.
+const DefaultMemoryLimitPages = 1024
+
+// maxMemoryLimitPages is the most a 32-bit Wasm memory can have: 4 GiB.
+const maxMemoryLimitPages = 65536
+
+// PluginConfig describes one operator's plugin.
+type PluginConfig struct {
+	// Operator is the operator's name from the pipeline. It is in every
+	// error, log line and dead letter about the plugin, and scopes its
+	// state. Required.
+	Operator string
+	// Path says where the module came from, for errors. Optional.
+	Path string
+	// Wasm is the module's binary.
+	Wasm []byte
+	// Op is the batch operation the operator calls.
+	Op abi.Op
+	// InitConfig is the operator's config, passed to weir_init (JSON by
+	// convention; the host does not look inside).
+	InitConfig []byte
+	// MemoryLimitPages limits each instance's memory, in 64 KiB pages.
+	// 0 means DefaultMemoryLimitPages.
+	MemoryLimitPages uint32
+	// Timeout bounds each batch call; 0 means no limit. A call that runs
+	// over is a trap. Setting it makes every call of this plugin slower
+	// (wazero then checks for cancellation in loops), so leave it 0 unless
+	// the plugin may hang. It does not bound initialisation (_initialize,
+	// weir_init): the context of Load or NewWorker does, for plugins with
+	// a Timeout.
+	Timeout time.Duration
+	// Store keeps the operator's state. Nil means a private in-memory store
+	// shared by the plugin's workers.
+	Store state.Store
+	// Logger receives the plugin's log lines and the guest's output. Nil
+	// means the Runtime's logger. Every line carries the operator.
+	Logger *slog.Logger
+}
+
+// Plugin is a compiled, validated module, ready to run as one operator. It
+// is safe for concurrent use; each worker goroutine makes its own Worker
+// with NewWorker.
+type Plugin struct {
+	rt       *Runtime
+	eng      *engine
+	cfg      PluginConfig // with defaults applied
+	store    state.Store
+	log      *slog.Logger
+	compiled wazero.CompiledModule
+	modCfg   wazero.ModuleConfig
+
+	mu     sync.Mutex
+	spare  *Worker // the worker Load instantiated to validate, until taken
+	closed bool
+}
+
+// Load compiles and validates the module in cfg.Wasm, once. It checks that
+// the bytes are Wasm, that the module speaks weir ABI v1 with every export
+// the operator needs, correctly typed, and imports nothing weir does not
+// provide; then it instantiates the module and runs its initialisation
+// (_initialize, weir_init with cfg.InitConfig), so that a module that
+// cannot start, or rejects its config, fails here. That first instance
+// becomes the first Worker NewWorker returns.
+//
+// Errors are *Error values naming the operator and path, wrapping
+// ErrConfig, ErrInvalidModule (ErrABIVersion), ErrInstantiate or ErrInit.
+func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	if msg := checkBinary(cfg.Wasm); msg != "" {
+		return nil, cfg.errorf(ErrInvalidModule, nil, "%s", msg)
+	}
+	eng, err := r.engine(ctx, engineKey{memoryLimitPages: cfg.MemoryLimitPages, closeOnDone: cfg.Timeout > 0})
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := eng.rt.CompileModule(ctx, cfg.Wasm)
+	if err != nil {
+		return nil, cfg.errorf(ErrInvalidModule, err, "invalid WebAssembly")
+	}
+	s := shapeOf(compiled)
+	if msg, kind := s.versionProblem(); msg != "" {
+		compiled.Close(ctx)
+		return nil, cfg.errorf(kind, nil, "%s", msg)
+	}
+	if ps := s.problems(eng.provided, cfg.Op); len(ps) > 0 {
+		compiled.Close(ctx)
+		return nil, cfg.errorf(ErrInvalidModule, nil, "not a valid weir ABI v%d %s plugin: %s",
+			abi.Version, cfg.Op, strings.Join(ps, "; "))
+	}
+
+	p := &Plugin{
+		rt:       r,
+		eng:      eng,
+		cfg:      cfg,
+		store:    cfg.Store,
+		compiled: compiled,
+		log:      cfg.Logger,
+		// No start functions (Load runs _initialize itself), no
+		// filesystem, no environment, no arguments but the operator name,
+		// no sockets. Clocks and randomness are real.
+		modCfg: wazero.NewModuleConfig().
+			WithStartFunctions().
+			WithArgs(cfg.Operator).
+			WithSysWalltime().
+			WithSysNanotime().
+			WithSysNanosleep().
+			WithRandSource(rand.Reader),
+	}
+	if p.log == nil {
+		p.log = r.log
+	}
+	p.log = p.log.With("operator", cfg.Operator)
+	if p.store == nil {
+		p.store = state.NewMemory()
+	}
+	w, err := p.newWorker(ctx)
+	if err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	p.spare = w
+	return p, nil
+}
+
+// normalize checks cfg and applies defaults.
+func (cfg *PluginConfig) normalize() error {
+	switch {
+	case cfg.Operator == "":
+		return cfg.errorf(ErrConfig, nil, "no operator name")
+	case cfg.Op.Export() == "":
+		return cfg.errorf(ErrConfig, nil, "unknown operation %s", cfg.Op)
+	case cfg.MemoryLimitPages > maxMemoryLimitPages:
+		return cfg.errorf(ErrConfig, nil, "memory limit of %d pages is over the 4 GiB (%d pages) a Wasm memory can have",
+			cfg.MemoryLimitPages, maxMemoryLimitPages)
+	case cfg.Timeout < 0:
+		return cfg.errorf(ErrConfig, nil, "negative timeout %s", cfg.Timeout)
+	}
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	return nil
+}
+
+// Operator returns the operator name the plugin was loaded for.
+func (p *Plugin) Operator() string { return p.cfg.Operator }
+
+// NewWorker returns a Worker with its own instance of the module, fully
+// initialised. The first call returns the instance Load made.
+func (p *Plugin) NewWorker(ctx context.Context) (*Worker, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, p.cfg.errorf(ErrClosed, nil, "plugin closed")
+	}
+	if w := p.spare; w != nil {
+		p.spare = nil
+		p.mu.Unlock()
+		return w, nil
+	}
+	p.mu.Unlock()
+	return p.newWorker(ctx)
+}
+
+// Close releases the compiled module. Workers still open keep working
+// until closed, as wazero allows; close them first.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	if p.spare != nil {
+		p.spare.Close(ctx)
+		p.spare = nil
+	}
+	return p.compiled.Close(ctx)
+}

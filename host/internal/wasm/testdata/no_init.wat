@@ -1,0 +1,5 @@
+;; no_init lacks weir_init.
+(module
+  ;; #include lib/frame.wati
+  (func (export "weir_abi_v1"))
+  (func (export "weir_map") (param i32 i32) (result i64) (i64.const 0)))

@@ -1,0 +1,239 @@
+package wasm
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/weir-stream/weir/abi"
+)
+
+// Signature is a function's parameter and result types.
+type Signature struct {
+	Params  []api.ValueType
+	Results []api.ValueType
+}
+
+// String renders s as "(i32, i32) -> (i64)".
+func (s Signature) String() string {
+	var b strings.Builder
+	writeTypes := func(ts []api.ValueType) {
+		b.WriteByte('(')
+		for i, t := range ts {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(api.ValueTypeName(t))
+		}
+		b.WriteByte(')')
+	}
+	writeTypes(s.Params)
+	b.WriteString(" -> ")
+	writeTypes(s.Results)
+	return b.String()
+}
+
+// Equal reports whether s and o have the same types.
+func (s Signature) Equal(o Signature) bool {
+	return bytes.Equal(s.Params, o.Params) && bytes.Equal(s.Results, o.Results)
+}
+
+func signatureOf(d api.FunctionDefinition) Signature {
+	return Signature{Params: d.ParamTypes(), Results: d.ResultTypes()}
+}
+
+const (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// The export signatures of ABI v1.
+var (
+	sigVoid  = Signature{}
+	sigAlloc = Signature{Params: []api.ValueType{i32}, Results: []api.ValueType{i32}}
+	sigCall  = Signature{Params: []api.ValueType{i32, i32}, Results: []api.ValueType{i64}}
+)
+
+// exportSignature returns the signature ABI v1 requires of the export
+// name, and whether name is an export the ABI defines.
+func exportSignature(name string) (Signature, bool) {
+	switch name {
+	case abi.ExportVersion, abi.ExportGC, abi.ExportInitialize:
+		return sigVoid, true
+	case abi.ExportAlloc:
+		return sigAlloc, true
+	case abi.ExportInit, abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter:
+		return sigCall, true
+	}
+	return Signature{}, false
+}
+
+// wasmMagic starts every WebAssembly binary, followed by the version
+// wasmVersion.
+var (
+	wasmMagic   = []byte("\x00asm")
+	wasmVersion = []byte{1, 0, 0, 0}
+)
+
+// checkBinary explains why b is not a WebAssembly binary, or returns "".
+func checkBinary(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "not a WebAssembly module: the file is empty"
+	case len(b) < 8 || !bytes.HasPrefix(b, wasmMagic):
+		return "not a WebAssembly module: it does not start with the \\0asm header"
+	case !bytes.Equal(b[4:8], wasmVersion):
+		return fmt.Sprintf("not a WebAssembly module weir can run: binary format version %d, want 1",
+			uint32(b[4])|uint32(b[5])<<8|uint32(b[6])<<16|uint32(b[7])<<24)
+	}
+	return ""
+}
+
+// shape is what validation needs to know of a compiled module.
+type shape struct {
+	exports    map[string]Signature // exported functions
+	imports    []Import             // imported functions and memories, in order
+	versions   []int                // ABI versions declared by marker exports, sorted
+	hasVersion bool                 // whether abi.ExportVersion is among them
+}
+
+func shapeOf(c wazero.CompiledModule) *shape {
+	s := &shape{exports: make(map[string]Signature)}
+	for name, d := range c.ExportedFunctions() {
+		s.exports[name] = signatureOf(d)
+		if v, ok := abi.ParseVersionExport(name); ok {
+			s.versions = append(s.versions, v)
+			if name == abi.ExportVersion {
+				s.hasVersion = true
+			}
+		}
+	}
+	sort.Ints(s.versions)
+	for _, d := range c.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		s.imports = append(s.imports, Import{Module: mod, Name: name, Kind: ImportFunction, Signature: signatureOf(d)})
+	}
+	for _, d := range c.ImportedMemories() {
+		mod, name, _ := d.Import()
+		s.imports = append(s.imports, Import{Module: mod, Name: name, Kind: ImportMemory})
+	}
+	return s
+}
+
+// versionProblem explains why the module is not an ABI v1 module at all,
+// returning the message and the error kind, or ("", nil) when it declares
+// ABI v1.
+func (s *shape) versionProblem() (msg string, kind error) {
+	if s.hasVersion {
+		return "", nil
+	}
+	if len(s.versions) > 0 {
+		v := s.versions[len(s.versions)-1]
+		return fmt.Sprintf("speaks weir ABI v%d; this weir supports v%d", v, abi.Version), ErrABIVersion
+	}
+	return fmt.Sprintf("not a weir ABI v%d module: missing export %s", abi.Version, abi.ExportVersion), ErrInvalidModule
+}
+
+// problems lists what keeps an ABI v1 module from running as each op in
+// ops; with no ops, as any operation (it must implement at least one). It
+// checks the required exports, the signature of every export the ABI
+// defines, and that weir provides every import as typed; provided maps an
+// import module to the functions weir provides there.
+func (s *shape) problems(provided map[string]map[string]Signature, ops ...abi.Op) []string {
+	var ps []string
+	required := []string{abi.ExportAlloc, abi.ExportInit}
+	for _, op := range ops {
+		required = append(required, op.Export())
+	}
+	for _, name := range required {
+		if _, ok := s.exports[name]; !ok {
+			p := "missing export " + name
+			if slices.Contains(ops, opOfExport(name)) {
+				p += fmt.Sprintf(" (the operator is a %s)", opOfExport(name))
+			}
+			ps = append(ps, p)
+		}
+	}
+	if len(ops) == 0 && len(s.implementedOps()) == 0 {
+		ps = append(ps, fmt.Sprintf("exports none of %s, %s, %s", abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter))
+	}
+	names := make([]string, 0, len(s.exports))
+	for name := range s.exports {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		want, ok := exportSignature(name)
+		if !ok {
+			continue
+		}
+		if got := s.exports[name]; !got.Equal(want) {
+			ps = append(ps, fmt.Sprintf("export %s has type %s, want %s", name, got, want))
+		}
+	}
+	for _, im := range s.imports {
+		if p := importProblem(provided, im); p != "" {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// implementedOps returns the batch operations s exports with the right
+// signature.
+func (s *shape) implementedOps() []abi.Op {
+	var ops []abi.Op
+	for _, op := range abi.Ops {
+		if sig, ok := s.exports[op.Export()]; ok && sig.Equal(sigCall) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+func opOfExport(name string) abi.Op {
+	for _, op := range abi.Ops {
+		if op.Export() == name {
+			return op
+		}
+	}
+	return 0
+}
+
+const (
+	envModule = "env"
+	envAbort  = "abort"
+)
+
+// importProblem explains why weir cannot satisfy im, or returns "".
+func importProblem(provided map[string]map[string]Signature, im Import) string {
+	qual := im.Module + "." + im.Name
+	if im.Kind == ImportMemory {
+		return fmt.Sprintf("imports memory %s; a plugin must define its own memory", qual)
+	}
+	fns, ok := provided[im.Module]
+	if !ok {
+		return fmt.Sprintf("imports %s from module %q, which weir does not provide (plugins may import from %s, %s and %s.%s only)",
+			qual, im.Module, wasi_snapshot_preview1.ModuleName, abi.ImportModule, envModule, envAbort)
+	}
+	want, ok := fns[im.Name]
+	if !ok {
+		switch im.Module {
+		case envModule:
+			return fmt.Sprintf("imports %s, which weir does not provide (of module %s it provides only %s)", qual, envModule, envAbort)
+		case abi.ImportModule:
+			return fmt.Sprintf("imports %s, which is not a weir ABI v%d host function", qual, abi.Version)
+		}
+		return fmt.Sprintf("imports %s, which weir does not provide", qual)
+	}
+	if !im.Signature.Equal(want) {
+		return fmt.Sprintf("imports %s with type %s, want %s", qual, im.Signature, want)
+	}
+	return ""
+}
