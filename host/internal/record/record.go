@@ -82,6 +82,9 @@ func (a *Arena) Copy(b []byte) []byte {
 	if b == nil {
 		return nil
 	}
+	if len(b) == 0 {
+		return b[:0:0] // non-nil and empty, holding nothing of the caller's
+	}
 	if len(b) > cap(a.cur)-len(a.cur) {
 		a.grow(len(b))
 	}

@@ -1,0 +1,84 @@
+// Package weir is the Go guest SDK for weir: it turns plain Go functions
+// into a weir WebAssembly plugin implementing ABI v1 (package abi).
+//
+// A plugin is a main package that registers its functions in init and has
+// an empty main:
+//
+//	package main
+//
+//	import (
+//		"bytes"
+//
+//		weir "github.com/weir-stream/weir/guest-sdk/go"
+//	)
+//
+//	func init() {
+//		weir.Map(func(r *weir.Record) ([]byte, error) {
+//			return bytes.ToUpper(r.Value), nil
+//		})
+//	}
+//
+//	func main() {}
+//
+// built with the stock Go toolchain as a WASI reactor:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm .
+//
+// Under -buildmode=c-shared the host runs the module's _initialize export,
+// which runs package initialisation (so init registers the functions) but
+// never main.
+//
+// # Functions
+//
+// Register at most one function of each kind: Map or MapTo for the map
+// operator, FlatMap for flat_map, Filter for filter, and optionally Init to
+// receive the operator's configuration. A Go binary's exports are fixed, so
+// the module exports all three batch entry points; calling one whose kind
+// has no registered function rejects every record of the batch with the
+// error "plugin has no <kind> handler".
+//
+// Each function is called once per record of a batch, in batch order. It
+// answers with a value or with an error:
+//
+//   - An error returned by a function rejects that record: the host sends it
+//     to the dead-letter output with the error's text.
+//   - A panic in a function is recovered and rejects that record in the same
+//     way, with the text "panic: " followed by the panic value. This is much
+//     cheaper than letting the instance trap, after which the host must
+//     instantiate the module again. (A Go runtime fatal error, such as
+//     running out of memory, cannot be recovered and kills the instance.)
+//
+// # Records and lifetimes
+//
+// A Record's slices alias the batch the host wrote into guest memory. They
+// are valid only until the function returns and must not be modified; copy
+// anything that must outlive the call. The same holds for the Output and
+// Emitter a function is given, and for slices returned by state reads,
+// which are valid until the next state call.
+//
+// # State
+//
+// ValueState and MapState read and write keyed state through the host. The
+// host scopes every state entry to the operator and to the key of the record
+// the call is made for, so a function sees only the state of the current
+// record's key. State calls are only possible while a record is being
+// processed, not in Init.
+//
+// # Concurrency
+//
+// The host calls a plugin instance from one thread, one call at a time, and
+// so the SDK keeps its buffers in package-level variables without locks.
+// Functions must not use the SDK (records, outputs, state, logging) from
+// goroutines they start.
+//
+// # Garbage collection
+//
+// The Go wasip1 runtime only collects garbage at scheduling points, which
+// export calls alone do not provide; after some hundred thousand allocating
+// calls memory would grow without bound. The module therefore exports the
+// ABI's optional weir_gc hook, which calls runtime.Gosched, and the host
+// calls it at least every abi.GCEveryCalls batches.
+//
+// The wjson subpackage is a reflection-free JSON reader and writer for use
+// in plugins; encoding/json is more than ten times slower in a wasm guest.
+package weir

@@ -1,0 +1,81 @@
+//go:build wasip1
+
+package weir
+
+import (
+	"runtime"
+	"unsafe"
+
+	"github.com/weir-stream/weir/abi"
+)
+
+// The exports of ABI v1. The //go:wasmexport directives must spell their
+// names as literals; TestDirectivesMatchABI checks each against package abi.
+//
+// A malformed call (input outside the weir_alloc region, a malformed batch
+// frame) is a host bug. The exports panic on it, and since nothing recovers
+// the panic the Go runtime prints it to standard error and aborts with a
+// WebAssembly trap (unreachable), which the host sees as the instance dying.
+
+// initMsg keeps weir_init's error text alive for the host to read.
+var initMsg []byte
+
+func addr(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
+func inputFrame(ptr, n uint32) []byte {
+	var base uint32
+	if input.buf != nil {
+		base = addr(input.buf)
+	}
+	b, err := input.frame(base, ptr, n)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+//go:wasmexport weir_abi_v1
+func exportVersion() {}
+
+//go:wasmexport weir_alloc
+func exportAlloc(size uint32) uint32 {
+	b := input.alloc(size)
+	if b == nil {
+		return 0
+	}
+	return addr(b)
+}
+
+//go:wasmexport weir_init
+func exportInit(ptr, n uint32) uint64 {
+	msg := runInit(inputFrame(ptr, n))
+	if msg == "" {
+		initMsg = nil
+		return abi.Pack(0, 0)
+	}
+	initMsg = []byte(msg)
+	return abi.Pack(addr(initMsg), uint32(len(initMsg)))
+}
+
+func runBatch(op abi.Op, ptr, n uint32) uint64 {
+	out, err := proc.run(op, inputFrame(ptr, n))
+	if err != nil {
+		panic(err)
+	}
+	return abi.Pack(addr(out), uint32(len(out)))
+}
+
+//go:wasmexport weir_map
+func exportMap(ptr, n uint32) uint64 { return runBatch(abi.OpMap, ptr, n) }
+
+//go:wasmexport weir_flat_map
+func exportFlatMap(ptr, n uint32) uint64 { return runBatch(abi.OpFlatMap, ptr, n) }
+
+//go:wasmexport weir_filter
+func exportFilter(ptr, n uint32) uint64 { return runBatch(abi.OpFilter, ptr, n) }
+
+// exportGC gives the Go runtime the scheduling point it needs to run the
+// garbage collector between export calls.
+//
+//go:wasmexport weir_gc
+func exportGC() { runtime.Gosched() }
