@@ -90,7 +90,11 @@ func (w *OutputWriter) Bytes() []byte {
 
 // Keep appends a keep entry for input index i.
 func (w *OutputWriter) Keep(i int) {
-	w.entry(KindKeep, i)
+	if len(w.buf) < 4 {
+		w.Reset()
+	}
+	w.buf = append(w.buf, byte(KindKeep), byte(i), byte(i>>8), byte(i>>16), byte(i>>24))
+	w.count++
 }
 
 // Error appends an error entry for input index i.

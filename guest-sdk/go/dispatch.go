@@ -23,6 +23,8 @@ type processor struct {
 	// scratch stages values built in place when the output frame has too
 	// little spare capacity (see stage).
 	scratch []byte
+	// next is the index of the next record of the batch to process.
+	next int
 }
 
 var proc processor
@@ -53,14 +55,37 @@ func (p *processor) run(op abi.Op, frame []byte) ([]byte, error) {
 		return nil, err
 	}
 	p.w.Reset()
-	for i := 0; ; i++ {
-		more, err := p.rd.Next(&p.in)
+	p.next = 0
+	for {
+		done, err := p.runFrom(op)
 		if err != nil {
 			return nil, err
 		}
-		if !more {
-			break
+		if done {
+			return p.w.Bytes(), nil
 		}
+	}
+}
+
+// runFrom processes records from p.next to the end of the batch. A panic
+// while processing a record becomes that record's error, and runFrom returns
+// done == false so that run resumes with the next record. Recovering here,
+// once per batch rather than once per record, keeps a deferred call out of
+// the per-record path, which in a Go wasm guest is a large share of it.
+func (p *processor) runFrom(op abi.Op) (done bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.fail(op, int(p.rec.index), panicError(v))
+			done, err = false, nil
+		}
+	}()
+	for {
+		more, err := p.rd.Next(&p.in)
+		if err != nil || !more {
+			return err == nil, err
+		}
+		i := p.next
+		p.next++
 		p.rec = Record{
 			Key:       p.in.Key,
 			Value:     p.in.Value,
@@ -77,13 +102,24 @@ func (p *processor) run(op abi.Op, frame []byte) ([]byte, error) {
 			p.filterOne(i)
 		}
 	}
-	return p.w.Bytes(), nil
+}
+
+// fail rejects record i with err, discarding what was built for it.
+func (p *processor) fail(op abi.Op, i int, err error) {
+	switch op {
+	case abi.OpMap:
+		p.out.discard()
+	case abi.OpFlatMap:
+		p.out.discard()
+		p.em.pending = false
+	}
+	p.w.Error(i, err.Error())
 }
 
 func (p *processor) mapOne(i int) {
 	switch {
 	case handlers.mapFn != nil:
-		v, err := p.callMap(handlers.mapFn)
+		v, err := handlers.mapFn(&p.rec)
 		switch {
 		case err != nil:
 			p.w.Error(i, err.Error())
@@ -94,9 +130,8 @@ func (p *processor) mapOne(i int) {
 		}
 	case handlers.mapTo != nil:
 		p.out.reset(i)
-		if err := p.callMapTo(handlers.mapTo); err != nil {
-			p.out.discard()
-			p.w.Error(i, err.Error())
+		if err := handlers.mapTo(&p.rec, &p.out); err != nil {
+			p.fail(abi.OpMap, i, err)
 			return
 		}
 		p.out.commit()
@@ -111,16 +146,13 @@ func (p *processor) flatMapOne(i int) {
 		return
 	}
 	p.em.reset(i)
-	err := p.callFlatMap(handlers.flatMap)
+	err := handlers.flatMap(&p.rec, &p.em)
 	if err == nil {
-		// A misused Emitter can panic here too.
-		err = p.finishEmitter()
+		// A misused Emitter can panic here too; runFrom recovers it.
+		p.em.flush()
+		return
 	}
-	if err != nil {
-		p.out.discard()
-		p.em.pending = false
-		p.w.Error(i, err.Error())
-	}
+	p.fail(abi.OpFlatMap, i, err)
 }
 
 func (p *processor) filterOne(i int) {
@@ -128,42 +160,13 @@ func (p *processor) filterOne(i int) {
 		p.w.Error(i, noHandler[abi.OpFilter])
 		return
 	}
-	keep, err := p.callFilter(handlers.filter)
+	keep, err := handlers.filter(&p.rec)
 	switch {
 	case err != nil:
 		p.w.Error(i, err.Error())
 	case keep:
 		p.w.Keep(i)
 	}
-}
-
-// The call helpers run a registered function with a recover, turning a
-// panic into the record's error.
-
-func (p *processor) callMap(fn MapFunc) (v []byte, err error) {
-	defer recoverInto(&err)
-	return fn(&p.rec)
-}
-
-func (p *processor) callMapTo(fn MapToFunc) (err error) {
-	defer recoverInto(&err)
-	return fn(&p.rec, &p.out)
-}
-
-func (p *processor) callFlatMap(fn FlatMapFunc) (err error) {
-	defer recoverInto(&err)
-	return fn(&p.rec, &p.em)
-}
-
-func (p *processor) finishEmitter() (err error) {
-	defer recoverInto(&err)
-	p.em.flush()
-	return nil
-}
-
-func (p *processor) callFilter(fn FilterFunc) (keep bool, err error) {
-	defer recoverInto(&err)
-	return fn(&p.rec)
 }
 
 // recoverInto, deferred, turns a panic into *err.
