@@ -317,3 +317,14 @@ func BenchmarkSeedFlatMap(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTransformGo runs the uppercase conformance plugin on the "kind"
+// field of sensor readings: a JSON field transform through the whole ABI
+// path. Compare with BenchmarkTransformNative in
+// plugins/conformance/go/uppercase, the same transform in native Go.
+func BenchmarkTransformGo(b *testing.B) {
+	cfg := goConfig(b, "plugins/conformance/go/uppercase", abi.OpMap)
+	cfg.InitConfig = []byte(`{"field":"kind"}`)
+	_, w := mustLoad(b, sharedRuntime(b), cfg)
+	benchProcess(b, w, readings(512))
+}
