@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -153,12 +154,12 @@ func NewDeadLetterWriter(label string, w io.Writer, closeW bool) *DeadLetterWrit
 func (d *DeadLetterWriter) Write(dl *record.DeadLetter) error {
 	b := d.buf[:0]
 	b = append(b, `{"stage":`...)
-	b = appendJSONString(b, dl.Stage)
+	b = wjson.AppendQuote(b, dl.Stage)
 	b = append(b, `,"reason":`...)
-	b = appendJSONString(b, dl.Reason)
+	b = wjson.AppendQuote(b, dl.Reason)
 	o := dl.Record.Origin
 	b = append(b, `,"source":`...)
-	b = appendJSONString(b, o.Source)
+	b = wjson.AppendQuote(b, o.Source)
 	if o.Partition >= 0 {
 		b = append(b, `,"partition":`...)
 		b = strconv.AppendInt(b, int64(o.Partition), 10)
@@ -179,10 +180,10 @@ func (d *DeadLetterWriter) Write(dl *record.DeadLetter) error {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, h.Key)
+			b = wjson.AppendQuote(b, h.Key)
 			b = append(b, ':')
 			if utf8.Valid(h.Value) {
-				b = appendJSONString(b, string(h.Value))
+				b = wjson.AppendQuoteBytes(b, h.Value)
 			} else {
 				b = append(b, `{"base64":"`...)
 				b = base64.StdEncoding.AppendEncode(b, h.Value)
@@ -208,7 +209,7 @@ func appendBytesField(b []byte, name string, v []byte) []byte {
 	b = append(b, name...)
 	if utf8.Valid(v) {
 		b = append(b, `":`...)
-		return appendJSONString(b, string(v))
+		return wjson.AppendQuoteBytes(b, v)
 	}
 	b = append(b, `_base64":"`...)
 	b = base64.StdEncoding.AppendEncode(b, v)
@@ -232,34 +233,4 @@ func (d *DeadLetterWriter) Close() error {
 		}
 	}
 	return err
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string. s must be valid UTF-8.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -33,23 +33,16 @@ type Out struct {
 // Add appends a record to the current batch, copying key, value and header
 // values into the batch's arena. It sends the batch when it is full.
 func (o *Out) Add(rec record.Record) error {
-	if o.cur == nil {
-		if err := o.take(); err != nil {
-			return err
-		}
+	b, err := o.own(&rec)
+	if err != nil {
+		return err
 	}
-	b := o.cur
-	rec.Key = b.arena.Copy(rec.Key)
-	rec.Value = b.arena.Copy(rec.Value)
 	if len(rec.Headers) > 0 {
 		hs := make([]record.Header, len(rec.Headers))
 		for i, h := range rec.Headers {
 			hs[i] = record.Header{Key: h.Key, Value: b.arena.Copy(h.Value)}
 		}
 		rec.Headers = hs
-	}
-	if rec.Origin.Source == "" {
-		rec.Origin.Source = o.name
 	}
 	b.records = append(b.records, rec)
 	o.count++
@@ -61,9 +54,24 @@ func (o *Out) Add(rec record.Record) error {
 
 // Dead sends a record the source could not decode to the dead-letter output.
 func (o *Out) Dead(rec record.Record, reason string) error {
+	b, err := o.own(&rec)
+	if err != nil {
+		return err
+	}
+	b.dead = append(b.dead, record.DeadLetter{Record: rec, Stage: o.name, Reason: reason})
+	o.dead++
+	if len(b.dead) >= o.batchSize {
+		return o.Flush()
+	}
+	return nil
+}
+
+// own makes rec's key and value belong to the current batch, taking a batch
+// from the pool if there is none, and names the source in its origin.
+func (o *Out) own(rec *record.Record) (*batch, error) {
 	if o.cur == nil {
 		if err := o.take(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	b := o.cur
@@ -72,12 +80,7 @@ func (o *Out) Dead(rec record.Record, reason string) error {
 	if rec.Origin.Source == "" {
 		rec.Origin.Source = o.name
 	}
-	b.dead = append(b.dead, record.DeadLetter{Record: rec, Stage: o.name, Reason: reason})
-	o.dead++
-	if len(b.dead) >= o.batchSize {
-		return o.Flush()
-	}
-	return nil
+	return b, nil
 }
 
 // Pending returns the number of records in the batch not yet sent.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -227,10 +228,8 @@ func appendRandomString(dst []byte, rng *rand.Rand, n int) []byte {
 // appendKeyText appends the key form of a JSON value: a string's text
 // without quotes, anything else as its JSON text.
 func appendKeyText(dst, v []byte) []byte {
-	if len(v) >= 2 && v[0] == '"' {
-		if s, err := strconv.Unquote(string(v)); err == nil {
-			return append(dst, s...)
-		}
+	if len(v) > 0 && v[0] == '"' {
+		return wjson.Value{Kind: wjson.String, Raw: v}.AppendString(dst)
 	}
 	return append(dst, v...)
 }
