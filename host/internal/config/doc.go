@@ -12,9 +12,9 @@
 //	name: sensor-anomaly    # required; [a-z0-9][a-z0-9_.-]*
 //	engine:                 # optional, every field optional
 //	  batch_size: 512       # records per batch, 1..65536, default 512
-//	  batch_linger: 20ms    # max wait to fill a batch from a slow source, >= 0, default 20ms
+//	  batch_linger: 20ms    # longest a throttled generator holds a partial batch, >= 0, default 20ms (file and stdin sources send a partial batch whenever their input pauses)
 //	  queue_depth: 4        # batches buffered between stages, 1..1024, default 4
-//	  parallelism: 1        # workers running the operator chain, 1..1024, default 1
+//	  parallelism: 1        # workers running the operator chain, default 1 (weir run accepts only 1 so far)
 //	sources:                # at least one
 //	  - name: readings      # stage names: required, [a-z0-9][a-z0-9_.-]*,
 //	    type: file          #   unique across sources, operators and sinks
@@ -63,7 +63,8 @@
 // around to start and the source ends after count records; a sequence
 // without end never ends. A timestamp field carries, with rate > 0, the
 // source's start time plus i*1000/rate ms for the i-th record (evenly
-// spaced event time); with rate 0, the wall-clock time of generation.
+// spaced event time); with rate 0, the wall-clock time at which the
+// record's batch was started.
 //
 // Relative paths are resolved against the directory of the pipeline file
 // and stored absolute. Plugin configs are converted to compact JSON by

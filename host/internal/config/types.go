@@ -132,7 +132,7 @@ type Pipeline struct {
 type Engine struct {
 	Meta
 	BatchSize   int           // records per batch, 1..MaxBatchSize
-	BatchLinger time.Duration // max wait to fill a batch from a slow source, >= 0
+	BatchLinger time.Duration // longest a throttled generator holds a partial batch, >= 0
 	QueueDepth  int           // batches buffered between stages, 1..MaxQueueDepth
 	Parallelism int           // workers running the operator chain, 1..MaxParallelism
 }
