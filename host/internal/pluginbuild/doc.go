@@ -1,0 +1,13 @@
+// Package pluginbuild turns a plugin reference from a pipeline into Wasm
+// bytes: a .wasm file is read as it is, and a directory of Go SDK source is
+// compiled with the local Go toolchain for GOOS=wasip1, -buildmode=c-shared.
+//
+// Built modules are cached on disk by a content hash of everything the build
+// reads: the source files of every non-standard-library package the plugin
+// depends on (as `go list -deps` reports them), the go.mod and go.sum of the
+// plugin's module, and the Go version. An unchanged plugin is therefore never
+// rebuilt, and a change to the SDK it imports rebuilds it.
+//
+// Functions here are safe for concurrent use; concurrent builds of the same
+// plugin race benignly (each writes a temporary file and renames it).
+package pluginbuild
