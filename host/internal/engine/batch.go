@@ -19,6 +19,12 @@ type batch struct {
 	// that ran are the batch's result.
 	stages []wasm.Output
 	result []record.Record
+	// positions holds, per source partition, the highest offset in the
+	// batch, for sources that commit (see Acker).
+	positions []Position
+	// ack counts the work outstanding on the batch once it reaches the
+	// sinks; the batch completes when it reaches zero.
+	ack Ack
 }
 
 func (b *batch) reset() {
@@ -31,6 +37,7 @@ func (b *batch) reset() {
 		b.stages[i].Reset()
 	}
 	b.result = nil
+	b.positions = b.positions[:0]
 }
 
 // pool is a bounded free list of batches.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/weir-stream/weir/host/internal/record"
@@ -27,12 +28,14 @@ type Step struct {
 }
 
 // Pipeline is a runnable pipeline: sources feeding a chain of steps feeding
-// every sink. Build it, call Run once.
+// every sink. Build it, call Run once. Run closes the steps, the sinks, the
+// dead-letter output, and the sources that are io.Closers, in that order, so
+// that a source can still commit what the sinks acknowledge while closing.
 type Pipeline struct {
 	Sources    []Source
 	Steps      []Step
 	Sinks      []Sink
-	DeadLetter *DeadLetterWriter
+	DeadLetter DeadLetterSink
 	BatchSize  int // records per batch; default 512
 	QueueDepth int // batches in flight between stages; default 4
 }
@@ -114,28 +117,56 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		}
 	}()
 
+	// A batch completes when every sink and the dead-letter output have
+	// acknowledged it: its source learns the positions it covered, and the
+	// batch goes back to the pool. complete runs on whichever goroutine
+	// finishes the last piece of work.
+	complete := func(b *batch, err error) {
+		if err != nil {
+			fail(err)
+			return
+		}
+		if a, ok := p.Sources[b.source].(Acker); ok && len(b.positions) > 0 {
+			a.Ack(b.positions)
+		}
+		pool.put(b)
+	}
+	// unflushed holds batches written to the synchronous outputs since the
+	// last flush; the engine's own count on each is released by the flush.
+	var unflushed []*batch
+	flush := func() {
+		if err := p.flush(); err != nil {
+			fail(err)
+			return
+		}
+		for _, b := range unflushed {
+			b.ack.Done(nil)
+		}
+		clear(unflushed)
+		unflushed = unflushed[:0]
+	}
 	for b := range sinkCh {
 		if hard.Err() != nil {
 			continue
 		}
+		b.ack.reset(func(err error) { complete(b, err) })
 		if err := p.writeBatch(b, sum.Sinks, &sum.DeadLetter); err != nil {
 			fail(err)
 			continue
 		}
+		unflushed = append(unflushed, b)
 		if len(sinkCh) == 0 {
-			if err := p.flush(); err != nil {
-				fail(err)
-			}
+			flush()
 		}
-		pool.put(b)
+	}
+	if hard.Err() == nil {
+		flush()
 	}
 
 	var errs []error
-	if err := context.Cause(hard); err != nil {
-		errs = append(errs, err)
-	}
+	closeCtx := context.WithoutCancel(ctx)
 	for _, st := range p.Steps {
-		if err := st.Op.Close(context.WithoutCancel(ctx)); err != nil {
+		if err := st.Op.Close(closeCtx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -148,6 +179,16 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		if err := p.DeadLetter.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, s := range p.Sources {
+		if c, ok := s.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := context.Cause(hard); err != nil {
+		errs = append([]error{err}, errs...)
 	}
 	return sum, errors.Join(errs...)
 }
@@ -186,7 +227,7 @@ func (p *Pipeline) writeBatch(b *batch, counts []Counts, deadCount *int64) error
 	for i, s := range p.Sinks {
 		before := len(b.dead)
 		var err error
-		b.dead, err = s.Write(b.result, b.dead)
+		b.dead, err = s.Write(b.result, b.dead, &b.ack)
 		if err != nil {
 			return err
 		}
@@ -204,7 +245,7 @@ func (p *Pipeline) writeBatch(b *batch, counts []Counts, deadCount *int64) error
 		return nil
 	}
 	for i := range b.dead {
-		if err := p.DeadLetter.Write(&b.dead[i]); err != nil {
+		if err := p.DeadLetter.Write(&b.dead[i], &b.ack); err != nil {
 			return err
 		}
 		*deadCount++

@@ -287,7 +287,7 @@ func TestDeadLetterFormat(t *testing.T) {
 		},
 		Stage: "op", Reason: "boom",
 	}
-	if err := w.Write(&dl); err != nil {
+	if err := w.Write(&dl, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.Flush()

@@ -18,11 +18,23 @@ import (
 // Sink consumes the pipeline's output. Write is called with each batch's
 // records, in order, by one goroutine; it returns records it rejects (for
 // example a value that is not JSON for a JSON sink) as dead letters appended
-// to dead. Flush makes everything written so far visible. Close flushes and
-// releases the sink.
+// to dead. A synchronous sink makes everything written so far durable in
+// Flush. An asynchronous one (a Kafka producer) registers its pending work
+// on ack before Write returns and finishes it when the records are durable
+// (see Ack); the records' bytes stay valid until then. Close waits for
+// pending work, flushes and releases the sink.
 type Sink interface {
 	Name() string
-	Write(recs []record.Record, dead []record.DeadLetter) ([]record.DeadLetter, error)
+	Write(recs []record.Record, dead []record.DeadLetter, ack *Ack) ([]record.DeadLetter, error)
+	Flush() error
+	Close() error
+}
+
+// DeadLetterSink is where rejected records go: a file, standard error, or a
+// Kafka topic. Write is called by one goroutine; durability follows the same
+// rules as for a Sink.
+type DeadLetterSink interface {
+	Write(dl *record.DeadLetter, ack *Ack) error
 	Flush() error
 	Close() error
 }
@@ -69,7 +81,7 @@ func NewFileSink(name, path string, format SinkFormat) (Sink, error) {
 
 func (s *writerSink) Name() string { return s.name }
 
-func (s *writerSink) Write(recs []record.Record, dead []record.DeadLetter) ([]record.DeadLetter, error) {
+func (s *writerSink) Write(recs []record.Record, dead []record.DeadLetter, _ *Ack) ([]record.DeadLetter, error) {
 	for i := range recs {
 		v := recs[i].Value
 		if s.format == SinkJSON {
@@ -117,7 +129,7 @@ type discardSink struct{ name string }
 func NewDiscardSink(name string) Sink { return discardSink{name} }
 
 func (d discardSink) Name() string { return d.name }
-func (d discardSink) Write(_ []record.Record, dead []record.DeadLetter) ([]record.DeadLetter, error) {
+func (d discardSink) Write(_ []record.Record, dead []record.DeadLetter, _ *Ack) ([]record.DeadLetter, error) {
 	return dead, nil
 }
 func (discardSink) Flush() error { return nil }
@@ -125,14 +137,14 @@ func (discardSink) Close() error { return nil }
 
 // DeadLetterWriter writes dead letters as JSON lines, one object each:
 //
-//	{"stage":…,"reason":…,"source":…,"partition":…,"offset":…,"line":…,
+//	{"stage":…,"reason":…,"source":…,"topic":…,"partition":…,"offset":…,"line":…,
 //	 "timestamp":…,"key":…,"value":…,"headers":{…}}
 //
 // key, value and header values are JSON strings when they are valid UTF-8;
 // otherwise the field is named key_base64, value_base64 (or the header value
 // is {"base64": …}) and holds standard base64, so the original bytes are
-// always recoverable. partition is omitted for unpartitioned sources and line
-// when unknown. A DeadLetterWriter is used by one goroutine.
+// always recoverable. topic and partition are omitted for sources without
+// them, and line when unknown. A DeadLetterWriter is used by one goroutine.
 type DeadLetterWriter struct {
 	w      *bufio.Writer
 	closer io.Closer
@@ -150,8 +162,8 @@ func NewDeadLetterWriter(label string, w io.Writer, closeW bool) *DeadLetterWrit
 	return d
 }
 
-// Write writes one dead letter.
-func (d *DeadLetterWriter) Write(dl *record.DeadLetter) error {
+// Write writes one dead letter; it is durable after Flush.
+func (d *DeadLetterWriter) Write(dl *record.DeadLetter, _ *Ack) error {
 	b := d.buf[:0]
 	b = append(b, `{"stage":`...)
 	b = wjson.AppendQuote(b, dl.Stage)
@@ -160,6 +172,10 @@ func (d *DeadLetterWriter) Write(dl *record.DeadLetter) error {
 	o := dl.Record.Origin
 	b = append(b, `,"source":`...)
 	b = wjson.AppendQuote(b, o.Source)
+	if o.Topic != "" {
+		b = append(b, `,"topic":`...)
+		b = wjson.AppendQuote(b, o.Topic)
+	}
 	if o.Partition >= 0 {
 		b = append(b, `,"partition":`...)
 		b = strconv.AppendInt(b, int64(o.Partition), 10)

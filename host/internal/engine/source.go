@@ -45,6 +45,7 @@ func (o *Out) Add(rec record.Record) error {
 		rec.Headers = hs
 	}
 	b.records = append(b.records, rec)
+	b.track(rec.Origin)
 	o.count++
 	if len(b.records) >= o.batchSize {
 		return o.Flush()
@@ -59,6 +60,7 @@ func (o *Out) Dead(rec record.Record, reason string) error {
 		return err
 	}
 	b.dead = append(b.dead, record.DeadLetter{Record: rec, Stage: o.name, Reason: reason})
+	b.track(rec.Origin)
 	o.dead++
 	if len(b.dead) >= o.batchSize {
 		return o.Flush()
@@ -81,6 +83,22 @@ func (o *Out) own(rec *record.Record) (*batch, error) {
 		rec.Origin.Source = o.name
 	}
 	return b, nil
+}
+
+// track records a partitioned record's offset in the batch's positions.
+// A batch holds few partitions, so a linear scan beats a map.
+func (b *batch) track(o record.Origin) {
+	if o.Partition < 0 {
+		return
+	}
+	for i := range b.positions {
+		p := &b.positions[i]
+		if p.Partition == o.Partition && p.Topic == o.Topic {
+			p.Offset = max(p.Offset, o.Offset)
+			return
+		}
+	}
+	b.positions = append(b.positions, Position{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
 }
 
 // Pending returns the number of records in the batch not yet sent.

@@ -22,6 +22,7 @@ type Header struct {
 // letters can point at it.
 type Origin struct {
 	Source string // source name from the pipeline config
+	Topic  string // the Kafka topic, for Kafka sources
 	// Partition is the source partition, or -1 for unpartitioned sources.
 	Partition int32
 	// Offset is the record's position within its partition: the Kafka offset,
@@ -31,10 +32,15 @@ type Origin struct {
 	Line int64
 }
 
-// String renders the origin as "source[partition]@offset (line N)".
+// String renders the origin as "source [topic][partition] offset N line N",
+// leaving out what the origin does not have.
 func (o Origin) String() string {
 	b := make([]byte, 0, 48)
 	b = append(b, o.Source...)
+	if o.Topic != "" {
+		b = append(b, ' ')
+		b = append(b, o.Topic...)
+	}
 	if o.Partition >= 0 {
 		b = append(b, '[')
 		b = strconv.AppendInt(b, int64(o.Partition), 10)
