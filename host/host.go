@@ -35,6 +35,10 @@ type Options struct {
 	CacheDir string
 	// Store holds keyed state; default a new in-memory store.
 	Store state.Store
+	// Broker, when set, is the embedded Kafka broker for a pipeline that
+	// names no brokers, shared with other pipelines; without it such a
+	// pipeline starts its own for the length of the run.
+	Broker *Broker
 }
 
 // Pipeline is a loaded pipeline, validated and ready to run. Run it once,

@@ -3,11 +3,13 @@ package host
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
@@ -48,10 +50,11 @@ func (s Summary) LogValue() slog.Value {
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
 func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
-	ep, err := p.build(ctx)
+	ep, stop, err := p.build(ctx)
 	if err != nil {
 		return Summary{}, err
 	}
+	defer stop()
 	es, err := ep.Run(ctx)
 	sum := Summary{DeadLetter: es.DeadLetter}
 	for _, c := range es.Sources {
@@ -69,9 +72,16 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 
 // build turns the validated config into an engine pipeline, creating one
 // worker per plugin operator.
-func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, err error) {
+func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), err error) {
 	cfg := p.cfg
 	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth}
+	stop = func() {}
+	var cc kafka.ClientConfig
+	if cfg.UsesKafka() {
+		if cc, stop, err = p.kafkaClient(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			for _, st := range ep.Steps {
@@ -80,10 +90,28 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, err error) {
 			for _, s := range ep.Sinks {
 				s.Close()
 			}
+			if ep.DeadLetter != nil {
+				ep.DeadLetter.Close()
+			}
+			for _, s := range ep.Sources {
+				if c, ok := s.(io.Closer); ok {
+					c.Close()
+				}
+			}
+			stop()
 		}
 	}()
 	for i := range cfg.Sources {
-		ep.Sources = append(ep.Sources, p.source(&cfg.Sources[i]))
+		s := &cfg.Sources[i]
+		if s.Type == config.SourceKafka {
+			src, err := kafkaSource(s, cc, p.opts.Logger)
+			if err != nil {
+				return nil, nil, err
+			}
+			ep.Sources = append(ep.Sources, src)
+			continue
+		}
+		ep.Sources = append(ep.Sources, p.source(s))
 	}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
@@ -93,7 +121,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, err error) {
 		} else {
 			w, err := p.plugins[i].NewWorker(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
+				return nil, nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
 			}
 			eop = &wasmOperator{name: op.Name, w: w}
 		}
@@ -111,24 +139,36 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, err error) {
 		case config.SinkFile:
 			fs, err := engine.NewFileSink(s.Name, s.Path, format)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			ep.Sinks = append(ep.Sinks, fs)
 		case config.SinkDiscard:
 			ep.Sinks = append(ep.Sinks, engine.NewDiscardSink(s.Name))
+		case config.SinkKafka:
+			ks, err := kafkaSink(s, cc, p.opts.Logger)
+			if err != nil {
+				return nil, nil, err
+			}
+			ep.Sinks = append(ep.Sinks, ks)
 		}
 	}
-	switch cfg.DeadLetter.Type {
+	switch dl := &cfg.DeadLetter; dl.Type {
 	case config.DeadLetterFile:
-		f, err := os.Create(cfg.DeadLetter.Path)
+		f, err := os.Create(dl.Path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: dead_letter.path: %w", cfg.DeadLetter.At("path"), err)
+			return nil, nil, fmt.Errorf("%s: dead_letter.path: %w", dl.At("path"), err)
 		}
-		ep.DeadLetter = engine.NewDeadLetterWriter(cfg.DeadLetter.Path, f, true)
+		ep.DeadLetter = engine.NewDeadLetterWriter(dl.Path, f, true)
+	case config.DeadLetterKafka:
+		ks, err := kafka.NewDeadLetterSink(kafka.DeadLetterConfig{Client: cc, Topic: dl.Topic, Logger: p.opts.Logger})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: dead_letter: %w", dl.Pos, err)
+		}
+		ep.DeadLetter = ks
 	default:
 		ep.DeadLetter = engine.NewDeadLetterWriter("standard error", p.opts.Stderr, false)
 	}
-	return ep, nil
+	return ep, stop, nil
 }
 
 func (p *Pipeline) source(s *config.Source) engine.Source {

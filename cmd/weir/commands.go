@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -34,7 +36,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g))
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g))
 	return root
 }
 
@@ -62,7 +64,7 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string) (*host.Pipeline, *slog.Logger, error) {
+func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string, broker *host.Broker) (*host.Pipeline, *slog.Logger, error) {
 	log, err := g.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return nil, nil, err
@@ -73,40 +75,91 @@ func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string)
 		Stderr:   cmd.ErrOrStderr(),
 		Logger:   log,
 		CacheDir: g.cacheDir,
+		Broker:   broker,
 	})
 	return p, log, err
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "run PIPELINE",
-		Short: "Run a pipeline until its input ends, or until SIGINT or SIGTERM",
-		Long: `Run a pipeline. Results go to the pipeline's sinks (standard output for a
-stdout sink) and logs to standard error. The first SIGINT or SIGTERM stops the
-sources and drains what was read; a second one exits at once with code 130.`,
-		Args: exactArgs(1, "one pipeline file"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := drainOnSignal(cmd.Context())
-			defer stop()
-			p, log, err := g.load(context.WithoutCancel(ctx), cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer p.Close(context.WithoutCancel(ctx))
-			log.Info("pipeline started", "pipeline", p.Name())
-			sum, err := p.Run(ctx)
-			if err != nil {
-				log.Error("pipeline failed", "pipeline", p.Name(), "error", err, "summary", sum)
-				return err
-			}
-			if ctx.Err() != nil {
-				log.Info("pipeline stopped by signal and drained", "pipeline", p.Name(), "summary", sum)
-			} else {
-				log.Info("pipeline finished", "pipeline", p.Name(), "summary", sum)
+	var sequential bool
+	cmd := &cobra.Command{
+		Use:   "run PIPELINE [PIPELINE…]",
+		Short: "Run pipelines until their input ends, or until SIGINT or SIGTERM",
+		Long: `Run one or more pipelines in this process. Results go to the pipelines'
+sinks (standard output for a stdout sink) and logs to standard error. The
+first SIGINT or SIGTERM stops the sources and drains what was read; a second
+one exits at once with code 130.
+
+Several pipelines run side by side, or one after another with --sequential,
+and share one embedded Kafka broker among those that name no brokers: for
+instance a producer, a processing pipeline and a printer, each reading to the
+end of its topic (stop_at: latest).`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("want one or more pipeline files, got none")
 			}
 			return nil
 		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := drainOnSignal(cmd.Context())
+			defer stop()
+			loadCtx := context.WithoutCancel(ctx)
+			var broker *host.Broker
+			if len(args) > 1 {
+				log, err := g.logger(cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if broker, err = host.StartBroker(host.BrokerOptions{Logger: log}); err != nil {
+					return err
+				}
+				defer broker.Close()
+			}
+			var pipes []*host.Pipeline
+			var log *slog.Logger
+			for _, path := range args {
+				p, l, err := g.load(loadCtx, cmd, path, broker)
+				if err != nil {
+					return err
+				}
+				defer p.Close(loadCtx)
+				pipes, log = append(pipes, p), l
+			}
+			if sequential {
+				for _, p := range pipes {
+					if err := runOne(ctx, log, p); err != nil || ctx.Err() != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			errs := make([]error, len(pipes))
+			var wg sync.WaitGroup
+			for i, p := range pipes {
+				wg.Go(func() { errs[i] = runOne(ctx, log, p) })
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		},
 	}
+	cmd.Flags().BoolVar(&sequential, "sequential", false, "run the pipelines one after another, each to its end, instead of side by side")
+	return cmd
+}
+
+// runOne runs one pipeline and logs how it ended, with its summary.
+func runOne(ctx context.Context, log *slog.Logger, p *host.Pipeline) error {
+	log.Info("pipeline started", "pipeline", p.Name())
+	sum, err := p.Run(ctx)
+	switch {
+	case err != nil:
+		log.Error("pipeline failed", "pipeline", p.Name(), "error", err, "summary", sum)
+		return err
+	case ctx.Err() != nil:
+		log.Info("pipeline stopped by signal and drained", "pipeline", p.Name(), "summary", sum)
+	default:
+		log.Info("pipeline finished", "pipeline", p.Name(), "summary", sum)
+	}
+	return nil
 }
 
 // drainOnSignal returns a context cancelled by the first SIGINT or SIGTERM.
@@ -149,7 +202,7 @@ then each plugin, which is built if it is Go source, compiled, checked against
 the ABI and initialised with its config. Nothing reads input.`,
 		Args: exactArgs(1, "one pipeline file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, _, err := g.load(cmd.Context(), cmd, args[0])
+			p, _, err := g.load(cmd.Context(), cmd, args[0], nil)
 			if err != nil {
 				return err
 			}

@@ -121,7 +121,7 @@ sinks: [{name: out, type: stdout}]
 			name:     "no pipeline argument",
 			args:     []string{"run"},
 			wantCode: 2,
-			wantErr:  []string{"want one pipeline file"},
+			wantErr:  []string{"want one or more pipeline files"},
 		},
 		{
 			name:     "unknown flag",

@@ -20,6 +20,9 @@ func setupDir(t *testing.T) string {
 	mustWrite(t, filepath.Join(dir, "plugins", "anomaly", "main.go"), "package main\n")
 	mustWrite(t, filepath.Join(dir, "plugins", "double.wasm"), "\x00asm")
 	mustWrite(t, filepath.Join(dir, "plugins", "notes.txt"), "x")
+	mustWrite(t, filepath.Join(dir, "certs", "ca.pem"), "ca")
+	mustWrite(t, filepath.Join(dir, "certs", "client.pem"), "cert")
+	mustWrite(t, filepath.Join(dir, "certs", "client.key"), "key")
 	if err := os.MkdirAll(filepath.Join(dir, "plugins", "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -508,8 +511,249 @@ sinks: [{name: out, type: stdout}]
 			`$WEIR_NAME: name: invalid name "Not Valid": must match [a-z0-9][a-z0-9_.-]*`,
 			`$WEIR_OPERATORS_BY_ID_FIELD: operators[0] "by-id".field: invalid field path "a.": empty segment (use a.b.c)`,
 			`$WEIR_OPERATORS_M_CONFIG_N: operators[1] "m".config.n: .nan has no JSON equivalent`,
-			`$WEIR_SINKS_OUT_TYPE: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard; did you mean "stdout"?)`,
+			`$WEIR_SINKS_OUT_TYPE: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard, kafka; did you mean "stdout"?)`,
 			`$WEIR_SOURCES_G_FIELDS_X_MAX: sources[0] "g".fields[0] "x".max: max (-1) must not be less than min (0)`,
+		},
+	},
+	{
+		name: "kafka brokers and client id",
+		doc: `name: p
+kafka:
+  brokers: [host1, ":9092", "h:x", "::1:9092", {a: 1}, "", "h:0", "[::1]:9092", "my host:1"]
+  client_id: ""
+  broker: x
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks: [{name: out, type: stdout}]
+kafak: {}
+`,
+		want: []string{
+			`pipeline.yaml:3:13: kafka.brokers[0]: invalid address "host1": missing port (want host:port)`,
+			`pipeline.yaml:3:20: kafka.brokers[1]: invalid address ":9092": missing host (want host:port)`,
+			`pipeline.yaml:3:29: kafka.brokers[2]: invalid address "h:x": port "x" must be a number between 1 and 65535`,
+			`pipeline.yaml:3:36: kafka.brokers[3]: invalid address "::1:9092": too many colons (write an IPv6 host in brackets, as in [::1]:9092)`,
+			`pipeline.yaml:3:48: kafka.brokers[4]: expected a string, got a mapping`,
+			`pipeline.yaml:3:56: kafka.brokers[5]: must not be empty`,
+			`pipeline.yaml:3:60: kafka.brokers[6]: invalid address "h:0": port "0" must be a number between 1 and 65535`,
+			`pipeline.yaml:3:81: kafka.brokers[8]: invalid address "my host:1": the host must not contain spaces or control characters`,
+			`pipeline.yaml:4:14: kafka.client_id: must not be empty`,
+			`pipeline.yaml:5:3: kafka: unknown field "broker" (did you mean "brokers"?)`,
+			`pipeline.yaml:8:1: unknown field "kafak" (did you mean "kafka"?)`,
+		},
+	},
+	{
+		name: "kafka sasl and tls",
+		doc: `name: p
+kafka:
+  brokers: [localhost:9092]
+  sasl:
+    mechanism: scram-sha256
+  tls:
+    enabled: yes
+    cert_file: certs/client.pem
+    ca_file: nope.pem
+    server_nam: x
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:5:5: kafka.sasl: missing required field "user"`,
+			`pipeline.yaml:5:5: kafka.sasl: missing required field "password" (set it here or, better, in $WEIR_KAFKA_SASL_PASSWORD)`,
+			`pipeline.yaml:5:16: kafka.sasl.mechanism: invalid value "scram-sha256" (want one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; did you mean "SCRAM-SHA-256"?)`,
+			`pipeline.yaml:7:14: kafka.tls.enabled: expected true or false, got "yes"`,
+			`pipeline.yaml:8:16: kafka.tls.cert_file: key_file is required with cert_file`,
+			`pipeline.yaml:9:14: kafka.tls.ca_file: file "nope.pem" does not exist (resolved to $DIR/nope.pem)`,
+			`pipeline.yaml:10:5: kafka.tls: unknown field "server_nam" (did you mean "server_name"?)`,
+		},
+	},
+	{
+		name: "kafka empty sasl block and disabled tls",
+		doc: `name: p
+kafka:
+  sasl:
+  tls:
+    key_file: certs/client.key
+    ca_file: nope.pem
+    enabled: false
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:3:8: kafka.sasl: missing required field "mechanism"`,
+			`pipeline.yaml:3:8: kafka.sasl: missing required field "user"`,
+			`pipeline.yaml:3:8: kafka.sasl: missing required field "password" (set it here or, better, in $WEIR_KAFKA_SASL_PASSWORD)`,
+			`pipeline.yaml:5:15: kafka.tls.key_file: cert_file is required with key_file`,
+		},
+	},
+	{
+		name: "kafka embedded broker settings",
+		doc: `name: p
+kafka:
+  embedded:
+    listen: localhost
+    partitions: 0
+    data_dir: nodir/data
+    datadir: x
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:4:13: kafka.embedded.listen: invalid address "localhost": missing port (want host:port)`,
+			`pipeline.yaml:5:17: kafka.embedded.partitions: must be between 1 and 1024, got 0`,
+			`pipeline.yaml:6:15: kafka.embedded.data_dir: directory $DIR/nodir does not exist`,
+			`pipeline.yaml:7:5: kafka.embedded: unknown field "datadir" (did you mean "data_dir"?)`,
+		},
+	},
+	{
+		name: "kafka embedded broker with brokers",
+		doc: `name: p
+kafka:
+  brokers: [localhost:9092]
+  embedded: {data_dir: readings.json, partitions: 1025}
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:4:13: kafka.embedded: an embedded broker is only started when no brokers are given (brokers at pipeline.yaml:3:12)`,
+			`pipeline.yaml:4:24: kafka.embedded.data_dir: "readings.json" is not a directory`,
+			`pipeline.yaml:4:51: kafka.embedded.partitions: must be between 1 and 1024, got 1025`,
+		},
+	},
+	{
+		name: "kafka source checks",
+		doc: `name: p
+sources:
+  - {name: a, type: kafka}
+  - {name: b, type: kafka, topics: [x], topic_regex: "x.*"}
+  - {name: c, type: kafka, topic_regex: "(", start: latst, format: jsonl, group: ""}
+  - {name: d, type: kafka, topics: [], start: 2024-13-01T00:00:00Z}
+  - {name: e, type: kafka, topics: [ok, "bad topic", ok, ".."], start: 1969-12-31T23:59:59Z, path: x}
+  - {name: f, type: kafka, topics: sensor.readings, start: 2024-01-02}
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:3:5: sources[0] "a": missing required field "topics" or "topic_regex"`,
+			`pipeline.yaml:4:54: sources[1] "b".topic_regex: topics and topic_regex exclude each other (topics at pipeline.yaml:4:36)`,
+			"pipeline.yaml:5:41: sources[2] \"c\".topic_regex: invalid regular expression \"(\": missing closing ): `(`",
+			`pipeline.yaml:5:53: sources[2] "c".start: invalid value "latst" (want one of earliest, latest, committed or an RFC 3339 timestamp; did you mean "latest"?)`,
+			`pipeline.yaml:5:68: sources[2] "c".format: invalid value "jsonl" (want one of json, raw; did you mean "json"?)`,
+			`pipeline.yaml:5:82: sources[2] "c".group: must not be empty`,
+			`pipeline.yaml:6:36: sources[3] "d".topics: at least one topic is required`,
+			`pipeline.yaml:6:47: sources[3] "d".start: invalid timestamp "2024-13-01T00:00:00Z" (want RFC 3339, such as 2024-01-02T15:04:05Z)`,
+			`pipeline.yaml:7:41: sources[4] "e".topics[1]: invalid topic name "bad topic": only ASCII letters, digits, '.', '_' and '-' are allowed`,
+			`pipeline.yaml:7:54: sources[4] "e".topics[2]: duplicate topic "ok" (also sources[4] "e".topics[0])`,
+			`pipeline.yaml:7:58: sources[4] "e".topics[3]: invalid topic name "..": "." and ".." are not allowed`,
+			`pipeline.yaml:7:72: sources[4] "e".start: timestamp "1969-12-31T23:59:59Z" is before 1970-01-01T00:00:00Z`,
+			`pipeline.yaml:7:94: sources[4] "e": field "path" does not apply to kafka sources`,
+			`pipeline.yaml:8:36: sources[5] "f".topics: expected a list, got "sensor.readings"`,
+			`pipeline.yaml:8:60: sources[5] "f".start: invalid timestamp "2024-01-02" (want RFC 3339, such as 2024-01-02T15:04:05Z)`,
+		},
+	},
+	{
+		name: "kafka sink and dead letter checks",
+		doc: `name: p
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+sinks:
+  - {name: s1, type: kafka}
+  - {name: s2, type: kafka, topic: t, topic_field: a.b}
+  - {name: s3, type: kafka, topic_field: a..b, key_field: "", compression: snapy, acks: al, linger: -1s, delivery_timeout: 0}
+  - {name: s4, type: kafka, format: raw, topic_field: a, key_field: b, batch_max_bytes: 1073741825}
+  - {name: s5, type: kafka, topic: "x/y", batch_max_bytes: 0, delivery_timeout: soon, acks: -1}
+  - {name: s6, type: stdout, topic: x}
+dead_letter: {type: kafka}
+`,
+		want: []string{
+			`pipeline.yaml:4:5: sinks[0] "s1": missing required field "topic" or "topic_field"`,
+			`pipeline.yaml:5:52: sinks[1] "s2".topic_field: topic and topic_field exclude each other (topic at pipeline.yaml:5:36)`,
+			`pipeline.yaml:6:42: sinks[2] "s3".topic_field: invalid field path "a..b": empty segment (use a.b.c)`,
+			`pipeline.yaml:6:59: sinks[2] "s3".key_field: invalid field path "": must not be empty`,
+			`pipeline.yaml:6:76: sinks[2] "s3".compression: invalid value "snapy" (want one of none, gzip, snappy, lz4, zstd; did you mean "snappy"?)`,
+			`pipeline.yaml:6:89: sinks[2] "s3".acks: invalid value "al" (want one of all, leader, none; did you mean "all"?)`,
+			`pipeline.yaml:6:101: sinks[2] "s3".linger: must not be negative, got -1s`,
+			`pipeline.yaml:6:124: sinks[2] "s3".delivery_timeout: must be greater than 0, got 0`,
+			`pipeline.yaml:7:55: sinks[3] "s4".topic_field: topic_field needs format json (the values of a raw sink are not parsed)`,
+			`pipeline.yaml:7:69: sinks[3] "s4".key_field: key_field needs format json (the values of a raw sink are not parsed)`,
+			`pipeline.yaml:7:89: sinks[3] "s4".batch_max_bytes: must be between 1 and 1073741824, got 1073741825`,
+			`pipeline.yaml:8:36: sinks[4] "s5".topic: invalid topic name "x/y": only ASCII letters, digits, '.', '_' and '-' are allowed`,
+			`pipeline.yaml:8:60: sinks[4] "s5".batch_max_bytes: must be between 1 and 1073741824, got 0`,
+			`pipeline.yaml:8:81: sinks[4] "s5".delivery_timeout: invalid duration "soon" (use Go syntax such as 20ms, 1.5s or 2m)`,
+			`pipeline.yaml:8:93: sinks[4] "s5".acks: invalid value "-1" (want one of all, leader, none; did you mean "all"?)`,
+			`pipeline.yaml:9:30: sinks[5] "s6": field "topic" does not apply to stdout sinks`,
+			`pipeline.yaml:10:14: dead_letter: missing required field "topic"`,
+		},
+	},
+	{
+		name: "kafka topic loops and shared groups",
+		doc: `name: p
+sources:
+  - {name: a, type: kafka, topics: [in, shared]}
+  - {name: b, type: kafka, topics: [shared]}
+  - {name: c, type: kafka, topics: [shared], group: other}
+  - {name: d, type: kafka, topic_regex: "^audit\\."}
+sinks:
+  - {name: s1, type: kafka, topic: in}
+  - {name: s2, type: kafka, topic: audit.x}
+  - {name: s3, type: kafka, topic: auditx}
+  - {name: s4, type: file, path: out/x, topic: x}
+dead_letter: {type: kafka, topic: shared}
+`,
+		want: []string{
+			`pipeline.yaml:4:36: sources[1] "b".topics: topic "shared" is also read by sources[0] "a" in the same group "p" (each would get only some of its partitions)`,
+			`pipeline.yaml:8:36: sinks[0] "s1".topic: topic "in" is read by sources[0] "a", so records would loop`,
+			`pipeline.yaml:9:36: sinks[1] "s2".topic: topic "audit.x" matches the topic_regex of sources[3] "d", so records would loop`,
+			`pipeline.yaml:11:41: sinks[3] "s4": field "topic" does not apply to file sinks`,
+			`pipeline.yaml:12:35: dead_letter.topic: topic "shared" is read by sources[0] "a", so records would loop`,
+		},
+	},
+	{
+		name: "kafka env override bad values",
+		doc: `name: p
+kafka:
+  sasl: {mechanism: PLAIN, user: u}
+  tls: {ca_file: nope.pem}
+  embedded: {}
+sources: [{name: readings, type: kafka, topics: [r]}]
+sinks: [{name: alerts, type: kafka, topic: a}]
+dead_letter: {type: kafka, topic: d}
+`,
+		env: map[string]string{
+			"WEIR_KAFKA_BROKERS":           "a:9092,,b, c:x",
+			"WEIR_KAFKA_SASL_MECHANISM":    "md5",
+			"WEIR_KAFKA_SASL_PASSWORD":     "x",
+			"WEIR_KAFKA_TLS_ENABLED":       "yes",
+			"WEIR_KAFKA_EMBEDDED_LISTEN":   "nohost",
+			"WEIR_SINKS_ALERTS_TOPIC":      "bad topic",
+			"WEIR_SOURCES_READINGS_START":  "2024-02-30T00:00:00Z",
+			"WEIR_SOURCES_READINGS_TOPICS": "x", // a list: ignored
+			"WEIR_DEAD_LETTER_TOPIC":       "..",
+		},
+		want: []string{
+			`pipeline.yaml:4:18: kafka.tls.ca_file: file "nope.pem" does not exist (resolved to $DIR/nope.pem)`,
+			`pipeline.yaml:5:13: kafka.embedded: an embedded broker is only started when no brokers are given (brokers at $WEIR_KAFKA_BROKERS)`,
+			`$WEIR_DEAD_LETTER_TOPIC: dead_letter.topic: invalid topic name "..": "." and ".." are not allowed`,
+			`$WEIR_KAFKA_BROKERS: kafka.brokers[1]: must not be empty`,
+			`$WEIR_KAFKA_BROKERS: kafka.brokers[2]: invalid address "b": missing port (want host:port)`,
+			`$WEIR_KAFKA_BROKERS: kafka.brokers[3]: invalid address "c:x": port "x" must be a number between 1 and 65535`,
+			`$WEIR_KAFKA_EMBEDDED_LISTEN: kafka.embedded.listen: invalid address "nohost": missing port (want host:port)`,
+			`$WEIR_KAFKA_SASL_MECHANISM: kafka.sasl.mechanism: invalid value "md5" (want one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)`,
+			`$WEIR_KAFKA_TLS_ENABLED: kafka.tls.enabled: expected true or false, got "yes"`,
+			`$WEIR_SINKS_ALERTS_TOPIC: sinks[0] "alerts".topic: invalid topic name "bad topic": only ASCII letters, digits, '.', '_' and '-' are allowed`,
+			`$WEIR_SOURCES_READINGS_START: sources[0] "readings".start: invalid timestamp "2024-02-30T00:00:00Z" (want RFC 3339, such as 2024-01-02T15:04:05Z)`,
+		},
+	},
+	{
+		name: "kafka sub-blocks absent from the file ignore the environment",
+		doc: `name: p
+sources: [{name: readings, type: kafka, topics: [r]}]
+sinks: [{name: alerts, type: kafka, topic: a}]
+`,
+		env: map[string]string{
+			"WEIR_KAFKA_SASL_PASSWORD":       "x",  // no sasl block: ignored
+			"WEIR_KAFKA_TLS_CA_FILE":         "x",  // no tls block: ignored
+			"WEIR_KAFKA_EMBEDDED_PARTITIONS": "99", // no embedded block: ignored
+			"WEIR_SINKS_ALERTS_ACKS":         "one",
+		},
+		want: []string{
+			`$WEIR_SINKS_ALERTS_ACKS: sinks[0] "alerts".acks: invalid value "one" (want one of all, leader, none; did you mean "leader"?)`,
 		},
 	},
 }

@@ -310,6 +310,9 @@ const (
 	kNode   fieldKind = iota // list or mapping: no override
 	kString                  // override is a string, whatever it looks like
 	kScalar                  // override is a plain YAML scalar (number, bool, string…)
+	// kList: a list of strings, overridden by a comma-separated list. Only
+	// kafka.brokers is such a field; other lists cannot be overridden.
+	kList
 )
 
 // envScalar turns the value of an override of a number or config field
@@ -325,6 +328,16 @@ func envScalar(s string) *yaml.Node {
 	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
 }
 
+// envList turns the value of an override of a list field into a list of
+// strings: the value split at commas, each item trimmed of spaces.
+func envList(s string) *yaml.Node {
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	for _, item := range strings.Split(s, ",") {
+		seq.Content = append(seq.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(item)})
+	}
+	return seq
+}
+
 // get returns the resolved value of the field, from the environment when
 // an override is set, marking the field used and recording its position.
 func (o *object) get(name string, kind fieldKind) *yaml.Node {
@@ -336,9 +349,15 @@ func (o *object) get(name string, kind fieldKind) *yaml.Node {
 	if kind != kNode && o.env != "" && o.d.env != nil {
 		envName := o.env + "_" + envNorm(name)
 		if s, ok := o.d.env(envName); ok && s != "" {
-			if kind == kString {
+			switch kind {
+			case kString:
 				v = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
-			} else {
+			case kList:
+				v = envList(s)
+				for _, item := range v.Content {
+					o.d.envPos[item] = envName
+				}
+			default:
 				v = envScalar(s)
 			}
 			o.d.envPos[v] = envName
@@ -366,6 +385,11 @@ func (o *object) fail(name string, v *yaml.Node, format string, args ...any) sta
 // absent from the file but the environment set some of its fields, the
 // error is placed at the first such variable.
 func (o *object) missing(name string) {
+	o.missingf("missing required field %q", name)
+}
+
+// missingf is missing with a message of its own.
+func (o *object) missingf(format string, args ...any) {
 	at := o.meta.Pos
 	if o.node == nil {
 		for _, f := range slices.Sorted(maps.Keys(o.meta.Positions)) {
@@ -375,7 +399,7 @@ func (o *object) missing(name string) {
 			}
 		}
 	}
-	o.d.errAt(at, o.meta.Where, "missing required field %q", name)
+	o.d.errAt(at, o.meta.Where, format, args...)
 }
 
 // str gets a string field. Any non-null scalar is accepted as its text.
@@ -413,11 +437,46 @@ func (o *object) enum(name string, allowed ...string) (string, state) {
 	if contains(allowed, s) {
 		return s, good
 	}
+	return "", o.badEnum(name, v, s, allowed)
+}
+
+// enumFold gets a string field whose value must be one of allowed, ignoring
+// case, and returns it spelt as in allowed.
+func (o *object) enumFold(name string, allowed ...string) (string, state) {
+	s, v, st := o.strNode(name)
+	if st != good {
+		return s, st
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(a, s) {
+			return a, good
+		}
+	}
+	return "", o.badEnum(name, v, s, allowed)
+}
+
+func (o *object) badEnum(name string, v *yaml.Node, s string, allowed []string) state {
 	hint := ""
 	if c := suggest(s, allowed); c != "" {
 		hint = fmt.Sprintf("; did you mean %q?", c)
 	}
-	return "", o.fail(name, v, "invalid value %q (want one of %s%s)", s, strings.Join(allowed, ", "), hint)
+	return o.fail(name, v, "invalid value %q (want one of %s%s)", s, strings.Join(allowed, ", "), hint)
+}
+
+// bool gets a boolean field (true or false).
+func (o *object) bool(name string) (bool, state) {
+	v := o.get(name, kScalar)
+	if v == nil {
+		return false, absent
+	}
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+		return false, o.fail(name, v, "expected true or false, got %s", describe(v))
+	}
+	var b bool
+	if err := v.Decode(&b); err != nil {
+		return false, o.fail(name, v, "invalid boolean %q", v.Value)
+	}
+	return b, good
 }
 
 // int gets an integer field in [lo, hi].
@@ -490,7 +549,13 @@ func (o *object) duration(name string) (time.Duration, state) {
 
 // list gets a list field; null counts as absent.
 func (o *object) list(name string) ([]*yaml.Node, state) {
-	v := o.get(name, kNode)
+	return o.listOf(name, kNode)
+}
+
+// listOf is list for a field of the given kind: kNode, or kList for a list
+// of strings the environment can override.
+func (o *object) listOf(name string, kind fieldKind) ([]*yaml.Node, state) {
+	v := o.get(name, kind)
 	if v == nil || isNull(v) {
 		return nil, absent
 	}

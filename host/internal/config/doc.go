@@ -15,6 +15,24 @@
 //	  batch_linger: 20ms    # longest a throttled generator holds a partial batch, >= 0, default 20ms (file and stdin sources send a partial batch whenever their input pauses)
 //	  queue_depth: 4        # batches buffered between stages, 1..1024, default 4
 //	  parallelism: 1        # workers running the operator chain, default 1 (weir run accepts only 1 so far)
+//	kafka:                  # optional: the cluster every Kafka stage uses (Kafka stages need no kafka block)
+//	  brokers: [h1:9092, h2:9092]  # host:port each; absent or empty = weir starts an embedded broker
+//	  client_id: weir       # default weir
+//	  sasl:                 # optional; with it, all three fields are required
+//	    mechanism: SCRAM-SHA-256  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512, any case
+//	    user: alice
+//	    password: secret    # better left out of the file: set WEIR_KAFKA_SASL_PASSWORD
+//	  tls:                  # optional; present (even empty or null) = TLS on
+//	    enabled: true       # default true; false turns TLS off and skips the file checks
+//	    ca_file: ca.pem     # optional; the files must exist, relative to the pipeline file's directory
+//	    cert_file: c.pem    # optional, together with key_file (both or neither)
+//	    key_file: k.pem
+//	    server_name: broker.example  # optional
+//	    insecure_skip_verify: false  # optional, default false
+//	  embedded:             # optional; only allowed without brokers
+//	    listen: 127.0.0.1:0 # host:port, port 0 = ephemeral; default 127.0.0.1:0
+//	    partitions: 3       # partitions of each topic weir creates, 1..1024, default 3
+//	    data_dir: ""        # optional: persist the broker's data here; its parent must exist; "" = memory only
 //	sources:                # at least one
 //	  - name: readings      # stage names: required, [a-z0-9][a-z0-9_.-]*,
 //	    type: file          #   unique across sources, operators and sinks
@@ -38,6 +56,14 @@
 //	      - {name: ok, kind: random_bool}
 //	      - {name: c, kind: constant, value: anything}        # value required, any YAML
 //	      - {name: ts, kind: timestamp}                       # event time, epoch ms
+//	  - name: events
+//	    type: kafka         # consumes in a consumer group
+//	    topics: [sensor.readings]  # exactly one of topics (non-empty list of topic names, no duplicates)
+//	    topic_regex: "^sensor\\."  #   or topic_regex (a Go regexp matched anywhere in a name, as in franz-go)
+//	    group: sensor-anomaly       # default: the pipeline name
+//	    start: earliest     # earliest (default) | latest | committed | an RFC 3339 timestamp (not before 1970)
+//	    stop_at: never      # never (default) | latest: end once each partition reaches the end offset it had at start
+//	    format: json        # json (default: values must be JSON) | raw
 //	operators:              # optional, in chain order
 //	  - name: by-id
 //	    type: key_by        # key_by | map | flat_map | filter
@@ -51,12 +77,31 @@
 //	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
 //	sinks:                  # at least one
 //	  - name: out
-//	    type: file          # stdout | file | discard
-//	    format: json        # json | raw, default json
+//	    type: file          # stdout | file | discard | kafka
+//	    format: json        # stdout, file, kafka: json | raw, default json
 //	    path: out.jsonl     # file: required; its directory must exist
+//	  - name: alerts
+//	    type: kafka
+//	    topic: sensor.alerts       # exactly one of topic (a topic name)
+//	    topic_field: meta.topic    #   or topic_field (dotted JSON path naming each record's topic)
+//	    key_field: id       # optional dotted JSON path of the message key; default the record's key
+//	    compression: snappy # none | gzip | snappy | lz4 | zstd, default snappy
+//	    linger: 5ms         # >= 0, default 0
+//	    batch_max_bytes: 1048576   # 1..1073741824; absent = the client's default
+//	    acks: all           # all (default) | leader | none
+//	    delivery_timeout: 2m       # > 0, default 2m
 //	dead_letter:            # optional, default {type: stderr}
-//	  type: file            # stderr | file
+//	  type: file            # stderr | file | kafka
 //	  path: dlq.jsonl       # file: required; its directory must exist
+//	  topic: weir.dlq       # kafka: required topic name
+//
+// Kafka topic names are 1 to 249 ASCII letters, digits, '.', '_' and '-',
+// and not "." or "..". topic_field and key_field need format json. A Kafka
+// sink or dead-letter output may not write a topic that a Kafka source
+// reads (by name or through its topic_regex), since records would loop, and
+// two Kafka sources of one group may not read the same topic. The embedded
+// broker's settings get their defaults exactly when no brokers are given;
+// Pipeline.UsesKafka tells whether any stage needs the cluster at all.
 //
 // Generator sequences yield start, start+1, …, end. With count 0 the source
 // ends once a bounded sequence is exhausted; with count > 0 sequences wrap
@@ -79,8 +124,9 @@
 // Parse and Load check the whole pipeline and return every problem at once
 // as an Errors, sorted by position, one per line:
 //
+//	pipeline.yaml:3:13: kafka.brokers[0]: invalid address "host1": missing port (want host:port)
 //	pipeline.yaml:12:5: operators[1] "detect": unknown field "plugn" (did you mean "plugin"?)
-//	pipeline.yaml:20:11: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard; did you mean "stdout"?)
+//	pipeline.yaml:20:11: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard, kafka; did you mean "stdout"?)
 //	$WEIR_ENGINE_BATCH_SIZE: engine.batch_size: expected an integer, got "lots"
 //
 // The form is position: path: message. The position is file:line:col of
@@ -103,12 +149,19 @@
 //	operators[name=by-id].field    WEIR_OPERATORS_BY_ID_FIELD
 //	sources[name=gen].fields[name=temp].max   WEIR_SOURCES_GEN_FIELDS_TEMP_MAX
 //	operators[name=detect].config.threshold   WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD
+//	sinks[name=alerts].topic       WEIR_SINKS_ALERTS_TOPIC
+//	kafka.sasl.password            WEIR_KAFKA_SASL_PASSWORD
+//	kafka.brokers                  WEIR_KAFKA_BROKERS=h1:9092,h2:9092
 //
 // An override applies to every scalar field of the schema that belongs to
-// an element present in the file (or to the engine and dead_letter blocks,
-// which always exist), whether or not the file sets that field; so
-// WEIR_ENGINE_PARALLELISM works without an engine block. Fields that do not
-// apply to the element's type are not looked up. Within a plugin config,
+// an element present in the file (or to the engine, kafka and dead_letter
+// blocks, which always exist), whether or not the file sets that field; so
+// WEIR_ENGINE_PARALLELISM works without an engine block. The kafka block's
+// sasl, tls and embedded blocks exist only when the file has them (even
+// empty), so a stray WEIR_KAFKA_SASL_PASSWORD does not switch SASL on.
+// Fields that do not apply to the element's type are not looked up. Lists
+// are not overridden, with one exception: kafka.brokers, whose variable
+// holds the whole list, comma-separated (spaces around items are ignored). Within a plugin config,
 // only scalars present in the file can be overridden (through mappings,
 // not lists). List items are addressed by the name written in the file.
 // For number fields, generator constants and plugin config entries the

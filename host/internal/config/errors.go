@@ -105,14 +105,15 @@ func (es Errors) sort() {
 }
 
 // Meta is the position and path of one element of the pipeline (the
-// pipeline itself, the engine block, a stage, a generator field or the
-// dead-letter block), embedded in its type so that code running later can
-// report errors about it in the same format as this package.
+// pipeline itself, the engine block, the kafka block or one of its sasl,
+// tls and embedded blocks, a stage, a generator field or the dead-letter
+// block), embedded in its type so that code running later can report
+// errors about it in the same format as this package.
 type Meta struct {
-	Pos Pos // position of the element's mapping (of the document when the element is absent)
+	Pos Pos // position of the element's mapping (of the document, or of the enclosing block, when the element is absent)
 	// Where is the element's path in the document, as used in Error.Path:
 	// `operators[1] "detect"`, `sources[0] "gen".fields[2] "n"`, "engine",
-	// "dead_letter", or "" for the pipeline itself.
+	// "kafka.tls", "dead_letter", or "" for the pipeline itself.
 	Where string
 	// Positions maps each field name given in the file or the environment
 	// to the position of its value.

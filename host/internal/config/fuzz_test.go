@@ -24,6 +24,9 @@ func FuzzParse(f *testing.F) {
 		"plugins/notes.txt":        "x",
 		"plugins/anomaly/README":   "x",
 		"plugins/anomaly/sub/x.go": "package sub\n",
+		"certs/ca.pem":             "ca",
+		"certs/client.pem":         "cert",
+		"certs/client.key":         "key",
 	} {
 		path := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -36,6 +39,12 @@ func FuzzParse(f *testing.F) {
 	filename := filepath.Join(dir, "pipeline.yaml")
 
 	f.Add([]byte(fullPipeline), "")
+	f.Add([]byte(kafkaPipeline), "")
+	f.Add([]byte(kafkaPipeline), "a:9092,b:9093")
+	f.Add([]byte(kafkaMinimal), "")
+	f.Add([]byte(kafkaMinimal), "latest")
+	f.Add([]byte(kafkaEnvBase), "host:9092")
+	f.Add([]byte(kafkaEmbedded), "")
 	f.Add([]byte(envBase), "")
 	f.Add([]byte(envBase), "7")
 	f.Add([]byte(envBase), "'x'")
@@ -51,7 +60,9 @@ func FuzzParse(f *testing.F) {
 		env := func(name string) (string, bool) {
 			switch name {
 			case "WEIR_ENGINE_BATCH_SIZE", "WEIR_SOURCES_GEN_COUNT", "WEIR_SOURCES_G_FIELDS_X_START",
-				"WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD", "WEIR_SINKS_OUT_FORMAT", "WEIR_DEAD_LETTER_TYPE":
+				"WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD", "WEIR_SINKS_OUT_FORMAT", "WEIR_DEAD_LETTER_TYPE",
+				"WEIR_KAFKA_BROKERS", "WEIR_KAFKA_SASL_MECHANISM", "WEIR_SOURCES_READINGS_START",
+				"WEIR_SINKS_ALERTS_TOPIC", "WEIR_KAFKA_EMBEDDED_LISTEN":
 				return envVal, true
 			}
 			return "", false
@@ -130,6 +141,8 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			}
 		case SourceGenerator:
 			checkGenerator(t, s)
+		case SourceKafka:
+			checkKafkaSource(t, p, s)
 		default:
 			t.Errorf("source type %q", s.Type)
 		}
@@ -165,18 +178,108 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 		if s.Format != SinkFormatJSON && s.Format != SinkFormatRaw {
 			t.Errorf("sink format %q", s.Format)
 		}
-		if s.Type == SinkFile {
+		switch s.Type {
+		case SinkFile:
 			abs("sink", s.Path)
-		} else if s.Type != SinkStdout {
+		case SinkKafka:
+			checkKafkaSink(t, s)
+		case SinkStdout, SinkDiscard:
+		default:
 			t.Errorf("sink type %q", s.Type)
 		}
 	}
 	switch p.DeadLetter.Type {
 	case DeadLetterFile:
 		abs("dead letter", p.DeadLetter.Path)
+	case DeadLetterKafka:
+		if checkTopic(p.DeadLetter.Topic) != nil {
+			t.Errorf("dead letter topic %q", p.DeadLetter.Topic)
+		}
 	case DeadLetterStderr:
 	default:
 		t.Errorf("dead letter type %q", p.DeadLetter.Type)
+	}
+	checkKafka(t, &p.Kafka)
+}
+
+func checkKafka(t *testing.T, k *Kafka) {
+	for _, b := range k.Brokers {
+		if checkHostPort(b, false) != nil {
+			t.Errorf("broker %q", b)
+		}
+	}
+	if k.ClientID == "" {
+		t.Errorf("empty client id")
+	}
+	if sa := k.SASL; sa.Mechanism != "" && (!contains(saslMechanisms, string(sa.Mechanism)) || sa.User == "" || sa.Password == "") ||
+		sa.Mechanism == "" && (sa.User != "" || sa.Password != "") {
+		t.Errorf("sasl %+v", sa)
+	}
+	tl := k.TLS
+	if (tl.CertFile == "") != (tl.KeyFile == "") {
+		t.Errorf("tls cert %q key %q", tl.CertFile, tl.KeyFile)
+	}
+	for _, f := range []string{tl.CAFile, tl.CertFile, tl.KeyFile} {
+		if f != "" && !filepath.IsAbs(f) {
+			t.Errorf("tls file %q is not absolute", f)
+		}
+	}
+	e := k.Embedded
+	if k.IsEmbedded() {
+		if checkHostPort(e.Listen, true) != nil || e.Partitions < 1 || e.Partitions > MaxPartitions ||
+			e.DataDir != "" && !filepath.IsAbs(e.DataDir) {
+			t.Errorf("embedded %+v", e)
+		}
+	} else if e.Listen != "" || e.Partitions != 0 || e.DataDir != "" {
+		t.Errorf("embedded settings %+v with brokers %q", e, k.Brokers)
+	}
+}
+
+func checkKafkaSource(t *testing.T, p *Pipeline, s Source) {
+	if (len(s.Topics) == 0) == (s.TopicRegex == "") {
+		t.Errorf("kafka source topics %q regex %q", s.Topics, s.TopicRegex)
+	}
+	for _, topic := range s.Topics {
+		if checkTopic(topic) != nil {
+			t.Errorf("kafka source topic %q", topic)
+		}
+	}
+	if s.Group == "" || s.Format != KafkaFormatJSON && s.Format != KafkaFormatRaw {
+		t.Errorf("kafka source %+v", s)
+	}
+	switch s.Start {
+	case StartEarliest, StartLatest, StartCommitted:
+		if s.StartTimestamp != 0 {
+			t.Errorf("start %q with timestamp %d", s.Start, s.StartTimestamp)
+		}
+	case StartTimestamp:
+		if s.StartTimestamp < 0 {
+			t.Errorf("start timestamp %d", s.StartTimestamp)
+		}
+	default:
+		t.Errorf("start %q", s.Start)
+	}
+	if !p.UsesKafka() {
+		t.Errorf("UsesKafka false with a kafka source")
+	}
+}
+
+func checkKafkaSink(t *testing.T, s Sink) {
+	if (s.Topic == "") == (s.TopicField == "") {
+		t.Errorf("kafka sink topic %q topic_field %q", s.Topic, s.TopicField)
+	}
+	if s.Topic != "" && checkTopic(s.Topic) != nil {
+		t.Errorf("kafka sink topic %q", s.Topic)
+	}
+	if strings.Join(s.TopicPath, ".") != s.TopicField || strings.Join(s.KeyPath, ".") != s.KeyField {
+		t.Errorf("kafka sink paths %q %q / %q %q", s.TopicField, s.TopicPath, s.KeyField, s.KeyPath)
+	}
+	if s.Format == SinkFormatRaw && (s.TopicField != "" || s.KeyField != "") {
+		t.Errorf("raw kafka sink with field paths")
+	}
+	if !contains(compressions, string(s.Compression)) || !contains(acksLevels, string(s.Acks)) ||
+		s.Linger < 0 || s.DeliveryTimeout <= 0 || s.BatchMaxBytes < 0 || s.BatchMaxBytes > MaxBatchMaxBytes {
+		t.Errorf("kafka sink %+v", s)
 	}
 }
 

@@ -19,13 +19,14 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // Field sets, by element kind and type.
 var (
-	pipelineFields = []string{"version", "name", "engine", "sources", "operators", "sinks", "dead_letter"}
+	pipelineFields = []string{"version", "name", "engine", "kafka", "sources", "operators", "sinks", "dead_letter"}
 	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
 
 	sourceFields = map[SourceType][]string{
 		SourceFile:      {"name", "type", "path", "format"},
 		SourceStdin:     {"name", "type", "format"},
 		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields"},
+		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "start", "stop_at", "format"},
 	}
 	operatorFields = map[OperatorType][]string{
 		OperatorKeyBy:   {"name", "type", "field"},
@@ -38,10 +39,13 @@ var (
 		SinkStdout:  {"name", "type", "format"},
 		SinkFile:    {"name", "type", "format", "path"},
 		SinkDiscard: {"name", "type"},
+		SinkKafka: {"name", "type", "format", "topic", "topic_field", "key_field", "compression", "linger",
+			"batch_max_bytes", "acks", "delivery_timeout"},
 	}
 	deadLetterFields = map[DeadLetterType][]string{
 		DeadLetterStderr: {"type"},
 		DeadLetterFile:   {"type", "path"},
+		DeadLetterKafka:  {"type", "topic"},
 	}
 	genFields = map[GenKind][]string{
 		GenSequence:     {"name", "kind", "start", "end"},
@@ -54,13 +58,14 @@ var (
 		GenTimestamp:    {"name", "kind"},
 	}
 
-	sourceTypes     = []string{string(SourceFile), string(SourceStdin), string(SourceGenerator)}
+	sourceTypes     = []string{string(SourceFile), string(SourceStdin), string(SourceGenerator), string(SourceKafka)}
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
+	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
 	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter)}
-	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard)}
+	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
-	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile)}
+	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
 	genKinds        = []string{
 		string(GenSequence), string(GenRandomFloat), string(GenRandomInt), string(GenRandomChoice),
 		string(GenRandomString), string(GenRandomBool), string(GenConstant), string(GenTimestamp),
@@ -101,6 +106,7 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 		d.checkName(o, "name", s)
 	}
 	p.Engine = d.engine(o.get("engine", kNode), p.Pos)
+	p.Kafka = d.kafka(o.get("kafka", kNode), p.Pos)
 
 	if items, st := o.list("sources"); st != bad {
 		for i, n := range items {
@@ -131,6 +137,11 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 	}
 	p.DeadLetter = d.deadLetter(o.get("dead_letter", kNode), p.Pos)
 	o.finish(pipelineFields, pipelineFields, "pipelines")
+	for i := range p.Sources {
+		if s := &p.Sources[i]; s.Type == SourceKafka && s.Group == "" {
+			s.Group = p.Name
+		}
+	}
 	d.crossCheck(p)
 	return p
 }
@@ -228,6 +239,8 @@ func (d *decoder) source(n *yaml.Node, i int) (Source, bool) {
 		}
 	case SourceGenerator:
 		d.generator(o, &s)
+	case SourceKafka:
+		d.kafkaSource(o, &s)
 	}
 	o.finish(sourceFields[s.Type], union(sourceFields, sourceTypes), o.kindOf(typ, "sources", "type"))
 	return s, true
@@ -459,8 +472,11 @@ func (d *decoder) sink(n *yaml.Node, i int) (Sink, bool) {
 			s.Format = SinkFormat(f)
 		}
 	}
-	if s.Type == SinkFile {
+	switch s.Type {
+	case SinkFile:
 		s.Path = d.outputPath(o)
+	case SinkKafka:
+		d.kafkaSink(o, &s)
 	}
 	o.finish(sinkFields[s.Type], union(sinkFields, sinkTypes), o.kindOf(typ, "sinks", "type"))
 	return s, true
@@ -479,8 +495,11 @@ func (d *decoder) deadLetter(n *yaml.Node, fallback Pos) DeadLetter {
 	case bad:
 		dl.Type = ""
 	}
-	if dl.Type == DeadLetterFile {
+	switch dl.Type {
+	case DeadLetterFile:
 		dl.Path = d.outputPath(o)
+	case DeadLetterKafka:
+		dl.Topic, _ = d.topic(o, "topic", true)
 	}
 	o.finish(deadLetterFields[dl.Type], union(deadLetterFields, deadLetterTypes), o.kindOf(string(dl.Type), "dead letters", "type"))
 	return dl
@@ -632,4 +651,5 @@ func (d *decoder) crossCheck(p *Pipeline) {
 	if p.DeadLetter.Type == DeadLetterFile {
 		checkOut(&p.DeadLetter.Meta, p.DeadLetter.Path)
 	}
+	d.crossCheckKafka(p)
 }

@@ -19,6 +19,16 @@ const (
 	DefaultSeed             = 1                     // generator seed when absent
 	MaxStringLength         = 65536                 // upper bound of a random_string length
 	MaxDecimals             = 15                    // upper bound of a random_float decimals
+
+	DefaultKafkaClientID   = "weir"            // kafka.client_id when absent
+	DefaultEmbeddedListen  = "127.0.0.1:0"     // kafka.embedded.listen when absent (an ephemeral port)
+	DefaultPartitions      = 3                 // kafka.embedded.partitions when absent
+	MaxPartitions          = 1024              // upper bound of kafka.embedded.partitions
+	DefaultCompression     = CompressionSnappy // Kafka sink compression when absent (franz-go's default)
+	DefaultAcks            = AcksAll           // Kafka sink acks when absent
+	DefaultDeliveryTimeout = 2 * time.Minute   // Kafka sink delivery_timeout when absent
+	MaxBatchMaxBytes       = 1 << 30           // upper bound of a Kafka sink's batch_max_bytes
+	MaxTopicLength         = 249               // longest Kafka topic name
 )
 
 // SourceType is the type of a source.
@@ -29,6 +39,7 @@ const (
 	SourceFile      SourceType = "file"      // reads a file
 	SourceStdin     SourceType = "stdin"     // reads standard input
 	SourceGenerator SourceType = "generator" // generates synthetic records
+	SourceKafka     SourceType = "kafka"     // consumes Kafka topics in a consumer group
 )
 
 // SourceFormat is how a file or stdin source splits its input into records.
@@ -42,6 +53,36 @@ const (
 	FormatJSONL     SourceFormat = "jsonl"      // one JSON value per line
 	FormatJSONArray SourceFormat = "json_array" // one JSON array whose elements are the records
 	FormatLines     SourceFormat = "lines"      // each line is a record, taken as raw bytes
+
+	// Kafka sources: each Kafka record's value is one weir record.
+	KafkaFormatJSON SourceFormat = "json" // the value must be JSON; others go to the dead letters
+	KafkaFormatRaw  SourceFormat = "raw"  // the value's bytes as they are
+)
+
+// StopAt says whether a Kafka source ends, as Flink's scan.bounded.mode
+// does.
+type StopAt string
+
+// Where Kafka sources stop.
+const (
+	StopNever    StopAt = "never"  // read until stopped (the default)
+	StopAtLatest StopAt = "latest" // end once every partition reaches the end offset it had when the source started
+)
+
+// StartPosition is where a Kafka source starts reading.
+type StartPosition string
+
+// Start positions of Kafka sources. Whether a group's committed offsets
+// take precedence over StartEarliest, StartLatest and StartTimestamp is up
+// to the Kafka source; the config only records the choice.
+const (
+	StartEarliest  StartPosition = "earliest"  // the oldest record still in each partition
+	StartLatest    StartPosition = "latest"    // records produced after the source starts
+	StartCommitted StartPosition = "committed" // the consumer group's committed offsets
+	// StartTimestamp starts at the first record whose timestamp is at or
+	// after Source.StartTimestamp. It is what an RFC 3339 timestamp in the
+	// start field gives; the word "timestamp" itself is not accepted there.
+	StartTimestamp StartPosition = "timestamp"
 )
 
 // OperatorType is the type of an operator.
@@ -79,6 +120,7 @@ const (
 	// SinkDiscard drops every record: for benchmarks, and for pipelines run
 	// for their side effects.
 	SinkDiscard SinkType = "discard"
+	SinkKafka   SinkType = "kafka" // produces to a Kafka topic
 )
 
 // SinkFormat is how a sink writes records.
@@ -90,6 +132,40 @@ const (
 	SinkFormatRaw  SinkFormat = "raw"  // each record's value bytes as they are, one per line
 )
 
+// Compression is the codec a Kafka sink compresses batches with.
+type Compression string
+
+// Compression codecs.
+const (
+	CompressionNone   Compression = "none"
+	CompressionGzip   Compression = "gzip"
+	CompressionSnappy Compression = "snappy"
+	CompressionLZ4    Compression = "lz4"
+	CompressionZstd   Compression = "zstd"
+)
+
+// Acks is how many replicas must have a Kafka sink's record before the
+// broker acknowledges it.
+type Acks string
+
+// Acknowledgement levels.
+const (
+	AcksAll    Acks = "all"    // every in-sync replica
+	AcksLeader Acks = "leader" // the partition leader only
+	AcksNone   Acks = "none"   // no acknowledgement; records may be lost silently
+)
+
+// SASLMechanism is a Kafka SASL mechanism, in its canonical upper-case
+// spelling.
+type SASLMechanism string
+
+// SASL mechanisms.
+const (
+	SASLPlain       SASLMechanism = "PLAIN"
+	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+)
+
 // DeadLetterType is where rejected records go.
 type DeadLetterType string
 
@@ -97,6 +173,7 @@ type DeadLetterType string
 const (
 	DeadLetterStderr DeadLetterType = "stderr" // standard error
 	DeadLetterFile   DeadLetterType = "file"   // a file
+	DeadLetterKafka  DeadLetterType = "kafka"  // a Kafka topic
 )
 
 // GenKind is the kind of a generator field.
@@ -122,10 +199,77 @@ type Pipeline struct {
 	Version    int        // always Version
 	Name       string     // pipeline name, matching [a-z0-9][a-z0-9_.-]*
 	Engine     Engine     // engine settings, defaults applied
+	Kafka      Kafka      // the Kafka cluster of every Kafka stage, defaults applied
 	Sources    []Source   // at least one
 	Operators  []Operator // in chain order; may be empty
 	Sinks      []Sink     // at least one
 	DeadLetter DeadLetter // where rejected records go
+}
+
+// UsesKafka reports whether any source, sink or the dead-letter output of
+// the pipeline is Kafka.
+func (p *Pipeline) UsesKafka() bool {
+	for i := range p.Sources {
+		if p.Sources[i].Type == SourceKafka {
+			return true
+		}
+	}
+	for i := range p.Sinks {
+		if p.Sinks[i].Type == SinkKafka {
+			return true
+		}
+	}
+	return p.DeadLetter.Type == DeadLetterKafka
+}
+
+// Kafka is the cluster every Kafka stage of the pipeline uses: brokers to
+// connect to or, when there are none, a broker weir starts in-process.
+type Kafka struct {
+	Meta
+	// Brokers are the seed brokers, each host:port. Empty means weir starts
+	// an embedded broker configured by Embedded.
+	Brokers  []string
+	ClientID string // client id sent to the brokers, default DefaultKafkaClientID
+
+	SASL     KafkaSASL     // authentication; Mechanism == "" = none
+	TLS      KafkaTLS      // encryption; Enabled == false = plain text
+	Embedded KafkaEmbedded // the embedded broker; zero when Brokers is set
+}
+
+// IsEmbedded reports whether the pipeline's Kafka stages use a broker weir
+// starts itself, because no brokers are given.
+func (k Kafka) IsEmbedded() bool { return len(k.Brokers) == 0 }
+
+// KafkaSASL is the SASL authentication of the Kafka client. The block is
+// either absent (Mechanism == "") or complete.
+type KafkaSASL struct {
+	Meta
+	Mechanism SASLMechanism // canonical upper-case; "" = no SASL
+	User      string        // non-empty when Mechanism is set
+	Password  string        // non-empty when Mechanism is set
+}
+
+// KafkaTLS is the TLS configuration of the Kafka client. Paths are
+// absolute; when Enabled they name existing files.
+type KafkaTLS struct {
+	Meta
+	Enabled            bool   // true when the tls block is present, unless it says enabled: false
+	CAFile             string // PEM certificate authorities to trust; "" = the system's
+	CertFile           string // PEM client certificate; set together with KeyFile, or neither
+	KeyFile            string // PEM private key of CertFile
+	ServerName         string // name to verify in the broker certificates; "" = the dialled host
+	InsecureSkipVerify bool   // skip certificate verification (tests only)
+}
+
+// KafkaEmbedded configures the broker weir starts when Kafka.Brokers is
+// empty. Its defaults are applied exactly when Kafka.IsEmbedded.
+type KafkaEmbedded struct {
+	Meta
+	Listen     string // host:port to listen on (port 0 = ephemeral), default DefaultEmbeddedListen
+	Partitions int    // partitions of each topic weir creates, 1..MaxPartitions, default DefaultPartitions
+	// DataDir is the absolute directory the broker persists its data in;
+	// its parent exists. "" = keep data in memory only.
+	DataDir string
 }
 
 // Engine holds the runtime settings of the pipeline.
@@ -144,9 +288,12 @@ type Source struct {
 	Name string     // stage name, unique across all stages
 	Type SourceType // which kind of source
 
-	// file and stdin
-	Path   string       // file: absolute path of an existing regular file
-	Format SourceFormat // file: default FormatAuto; stdin: FormatJSONL or FormatLines, default FormatJSONL
+	// file, stdin and kafka
+	Path string // file: absolute path of an existing regular file
+	// Format is, for file: default FormatAuto; for stdin: FormatJSONL or
+	// FormatLines, default FormatJSONL; for kafka: KafkaFormatJSON or
+	// KafkaFormatRaw, default KafkaFormatJSON.
+	Format SourceFormat
 
 	// generator
 	Count  int64      // records to produce; 0 = unbounded
@@ -154,6 +301,17 @@ type Source struct {
 	Seed   int64      // random seed, default DefaultSeed
 	Key    string     // name of one of Fields whose value becomes the record key; "" = no key
 	Fields []GenField // at least one; order is the JSON output field order
+
+	// kafka: exactly one of Topics and TopicRegex is set.
+	Topics []string // topics to consume, valid Kafka topic names, no duplicates
+	// TopicRegex is a Go regexp (RE2 syntax) that compiles; it subscribes
+	// to every topic it matches anywhere in the name, as franz-go does, so
+	// write ^…$ to match whole names.
+	TopicRegex     string
+	Group          string        // consumer group, default the pipeline name
+	Start          StartPosition // default StartEarliest
+	StartTimestamp int64         // StartTimestamp: epoch milliseconds, >= 0; 0 otherwise
+	StopAt         StopAt        // default StopNever
 }
 
 // GenField is one field of the records a generator source produces.
@@ -209,18 +367,35 @@ type Operator struct {
 	Timeout          time.Duration // per-batch deadline; 0 = none
 }
 
-// Sink is one output of the pipeline.
+// Sink is one output of the pipeline. Which fields are meaningful depends
+// on Type; the others are zero.
 type Sink struct {
 	Meta
 	Name   string     // stage name, unique across all stages
 	Type   SinkType   // which kind of sink
-	Format SinkFormat // default SinkFormatJSON
+	Format SinkFormat // stdout, file and kafka: default SinkFormatJSON
 	Path   string     // file: absolute path; its parent directory exists
+
+	// kafka: exactly one of Topic and TopicField is set.
+	Topic      string   // the topic every record goes to, a valid Kafka topic name
+	TopicField string   // dotted JSON path of the field naming each record's topic, as written
+	TopicPath  []string // TopicField split at the dots
+	// KeyField is the dotted JSON path of the field whose value becomes the
+	// Kafka key, as written; "" = the record's own key (from key_by), if
+	// any. TopicField and KeyField require SinkFormatJSON.
+	KeyField        string
+	KeyPath         []string      // KeyField split at the dots
+	Compression     Compression   // default DefaultCompression
+	Linger          time.Duration // how long to wait for a batch to fill, >= 0, default 0
+	BatchMaxBytes   int32         // largest batch, 1..MaxBatchMaxBytes; 0 = the client's default
+	Acks            Acks          // default DefaultAcks
+	DeliveryTimeout time.Duration // how long a record may take to be acknowledged, > 0, default DefaultDeliveryTimeout
 }
 
 // DeadLetter says where records rejected by operators or sinks are written.
 type DeadLetter struct {
 	Meta
-	Type DeadLetterType // default DeadLetterStderr
-	Path string         // file: absolute path; its parent directory exists
+	Type  DeadLetterType // default DeadLetterStderr
+	Path  string         // file: absolute path; its parent directory exists
+	Topic string         // kafka: a valid Kafka topic name
 }

@@ -22,6 +22,18 @@ type Ack struct {
 	err  error
 }
 
+// NewAck returns an Ack as the engine prepares one for a batch: holding one
+// count, the engine's own, and calling done when the count reaches zero or
+// at the first error. It is for tests of sinks outside this package.
+func NewAck(done func(error)) *Ack {
+	a := new(Ack)
+	a.reset(done)
+	return a
+}
+
+// Pending returns the outstanding count.
+func (a *Ack) Pending() int64 { return a.n.Load() }
+
 // Add registers n more pieces of outstanding work.
 func (a *Ack) Add(n int) { a.n.Add(int64(n)) }
 

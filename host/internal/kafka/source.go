@@ -1,0 +1,924 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/record"
+)
+
+// StartPosition is where a Kafka source begins reading a partition for which
+// its consumer group has no committed offset. A partition with a committed
+// offset always resumes there, whatever the StartPosition. (A committed
+// offset that is no longer in the log, because retention deleted it, resumes
+// at the oldest record.) It is a plain value.
+type StartPosition int
+
+const (
+	// StartEarliest begins at the oldest record still in the partition.
+	// It is the default.
+	StartEarliest StartPosition = iota
+	// StartLatest begins at the end of the partition: only records
+	// produced after the group first joined are read.
+	StartLatest
+	// StartTimestamp begins at the first record whose timestamp is at or
+	// after SourceConfig.StartTimestamp (milliseconds since the Unix
+	// epoch), or at the end of the partition if there is none.
+	StartTimestamp
+	// StartCommitted resumes from the group's committed offsets and, for a
+	// partition without one, begins at the oldest record: it behaves
+	// exactly as StartEarliest, and exists so that a configuration can say
+	// "resume" explicitly.
+	StartCommitted
+)
+
+// String returns the name ParseStartPosition accepts.
+func (p StartPosition) String() string {
+	switch p {
+	case StartEarliest:
+		return "earliest"
+	case StartLatest:
+		return "latest"
+	case StartTimestamp:
+		return "timestamp"
+	case StartCommitted:
+		return "committed"
+	}
+	return "StartPosition(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParseStartPosition parses "earliest", "latest", "committed", a timestamp
+// in milliseconds since the Unix epoch, or an RFC 3339 time. For the last
+// two it returns StartTimestamp and the time in milliseconds.
+func ParseStartPosition(s string) (StartPosition, int64, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "earliest":
+		return StartEarliest, 0, nil
+	case "latest":
+		return StartLatest, 0, nil
+	case "committed":
+		return StartCommitted, 0, nil
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil && ms >= 0 {
+		return StartTimestamp, ms, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return StartTimestamp, t.UnixMilli(), nil
+	}
+	return 0, 0, fmt.Errorf("kafka: start position %q: want earliest, latest, committed, milliseconds since the epoch or an RFC 3339 time", s)
+}
+
+// Format is how a Kafka source decodes record values. It is a plain value.
+type Format int
+
+const (
+	// FormatJSON requires each value to be one JSON document; any other
+	// value goes to the dead-letter output.
+	FormatJSON Format = iota
+	// FormatRaw passes values through as bytes, unchecked.
+	FormatRaw
+)
+
+// SourceConfig configures a Kafka source. It is a plain value; NewSource
+// copies what it needs.
+type SourceConfig struct {
+	// Name is the stage name, used in origins, dead letters and logs.
+	Name   string
+	Client ClientConfig
+	// Topics lists the topics to consume; or set TopicRegex instead. A
+	// topic that does not exist yet is waited for (and logged once).
+	Topics []string
+	// TopicRegex consumes every topic whose name matches, in Go syntax
+	// (unanchored: "orders" also matches "orders-eu"). New matching topics
+	// are picked up as they appear.
+	TopicRegex string
+	// Group is the consumer group id; required. Offsets are committed to
+	// this group.
+	Group string
+	// Start is where to begin a partition the group has no committed
+	// offset for.
+	Start StartPosition
+	// StartTimestamp is the time, in milliseconds since the Unix epoch,
+	// for Start == StartTimestamp.
+	StartTimestamp int64
+	// Format is how values are decoded.
+	Format Format
+	// Logger receives warnings and errors; nil means slog.Default().
+	Logger *slog.Logger
+
+	// CommitInterval is how often completed offsets are committed;
+	// default 1s. Offsets are also committed on revocation and on Close.
+	CommitInterval time.Duration
+	// RevokeTimeout bounds how long a rebalance that takes partitions away
+	// waits for the pipeline to finish their in-flight records before
+	// committing; default 5s. It must stay well below the group's
+	// rebalance timeout (60s).
+	RevokeTimeout time.Duration
+	// MaxPollRecords caps the records taken from the client per poll, and
+	// so the records handed to the pipeline between two chances to
+	// rebalance; default 4096.
+	MaxPollRecords int
+	// FetchMaxBytes caps the bytes one fetch response may hold (before
+	// decompression); default 8 MiB. See Source for how memory is bounded.
+	FetchMaxBytes int32
+
+	// StopAtEnd makes the source bounded, as Flink's
+	// scan.bounded.mode=latest-offset: Run returns once every partition of
+	// the topics has been read up to the end offset it had when Run began.
+	// It is meant for one pipeline instance (demos, tests, backfills): with
+	// several members in the group, each waits for partitions it may never
+	// be assigned.
+	StopAtEnd bool
+}
+
+// Source consumes Kafka topics in a consumer group and hands their records to
+// a pipeline, committing offsets only for records the pipeline has completed
+// (at-least-once).
+//
+// Lifetime: NewSource creates the client (it connects lazily); the engine
+// calls Run once, on one goroutine, then Close once Run has returned and the
+// sinks are closed. Ack may be called from any goroutine at any time until
+// Close returns. Name is safe to call at any time.
+//
+// Memory: the client buffers at most one fetch response per broker, each at
+// most FetchMaxBytes compressed (a fetch is not re-issued until the previous
+// one is polled), and Run polls only when the pipeline accepted everything it
+// polled before; the pipeline itself holds a bounded pool of batches. So the
+// records held in memory are bounded by about brokers × FetchMaxBytes times
+// the compression ratio, plus the pipeline's batches. While the pipeline is
+// full, Run blocks in Out.Add and does not poll, so fetching stops.
+//
+// Commits: every record handed to the pipeline belongs to one pipeline batch;
+// Run remembers, per partition and in reading order, the highest offset of
+// each batch it sent. Ack marks batches complete, and a partition's commit
+// offset advances only across the completed prefix of that queue, to the
+// last completed offset + 1. A background loop commits advanced offsets every
+// CommitInterval with CommitOffsetsSync, which carries the group generation
+// and never runs during a join and sync, so a stale member's commit is
+// rejected by the broker rather than rewinding a new owner.
+//
+// Rebalances: the client is built with BlockRebalanceOnPoll, and Run flushes
+// everything it polled to the pipeline before allowing a rebalance, so
+// revocation never races with records half handed over. On revocation the
+// source waits up to RevokeTimeout for the pipeline to complete the revoked
+// partitions' in-flight batches, commits their completed prefix, and forgets
+// them; the commit loop is serialised with this, so it never commits a
+// partition after it was given up. Lost partitions (the member was fenced)
+// are forgotten without committing.
+//
+// Duplicates: records after the last committed offset of a partition are
+// delivered again when its next owner (this source after a restart, or
+// another member after a rebalance) resumes: records completed since the last
+// commit (at most about CommitInterval's worth, none after a clean Close),
+// records still in flight when a revocation's RevokeTimeout expired, and
+// everything uncommitted after a crash or a lost partition.
+type Source struct {
+	name           string
+	group          string
+	format         Format
+	topics         []string // nil with a regex
+	log            *slog.Logger
+	cl             *kgo.Client
+	maxPoll        int
+	commitInterval time.Duration
+	revokeTimeout  time.Duration
+
+	// mu guards parts, changed and closing.
+	mu    sync.Mutex
+	parts map[srcTP]*srcPart
+	// changed is closed, and set to nil, when an in-flight batch of any
+	// partition completes; a revocation waiting for batches creates it.
+	changed chan struct{}
+	closing bool
+
+	// commitMu serialises commits with changes of ownership, so that no
+	// commit is issued for a partition after its revocation committed.
+	commitMu sync.Mutex
+
+	// stopAtEnd and startMilli are SourceConfig's StopAtEnd, and the start
+	// position Run needs to tell which partitions are already at their end.
+	stopAtEnd  bool
+	start      StartPosition
+	startMilli int64
+	regex      string
+
+	ran       atomic.Bool
+	stop      chan struct{} // closed by Close: stop the commit loop
+	loopDone  chan struct{}
+	bgCancel  context.CancelFunc // cancels background work (missing-topic check)
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// srcTP names a topic partition.
+type srcTP struct {
+	topic     string
+	partition int32
+}
+
+// srcEnd is the highest offset of one partition in one pipeline batch, with
+// the leader epoch it was read at.
+type srcEnd struct {
+	offset int64
+	epoch  int32
+}
+
+// srcPart is the commit bookkeeping of one partition. A session is one
+// period of ownership: it begins when Run hands out the partition's first
+// record after the partition was (re)assigned, and ends on revocation or
+// loss.
+type srcPart struct {
+	owned bool
+	gen   uint64 // session number, to discard commit results of an old session
+	// inflight holds the end of every batch handed out in this session and
+	// not yet part of the completed prefix, in reading order.
+	inflight []srcEnd
+	// done counts acknowledged batch ends not yet matched to the head of
+	// inflight (completed out of order, or acknowledged before Run
+	// recorded the batch's end).
+	done map[int64]int32
+	// owed counts batch ends handed out in an earlier session and not yet
+	// acknowledged; their acknowledgements are swallowed so that they are
+	// not credited to a batch of the current session with the same end.
+	owed map[int64]int32
+	// commit is the next offset to commit (last completed + 1), with the
+	// epoch of the last completed record; Offset is -1 until a batch
+	// completes.
+	commit kgo.EpochOffset
+	// committed is the offset last committed in this session, or -1.
+	committed int64
+}
+
+// srcOpen is a partition of the batch Run is filling.
+type srcOpen struct {
+	tp  srcTP
+	p   *srcPart
+	end srcEnd
+}
+
+const (
+	srcDefaultCommitInterval = time.Second
+	srcDefaultRevokeTimeout  = 5 * time.Second
+	srcDefaultMaxPoll        = 4096
+	srcDefaultFetchMaxBytes  = 8 << 20
+	srcCloseCommitTimeout    = 10 * time.Second
+)
+
+// NewSource validates cfg and creates the source's client. It does not
+// contact the brokers; Run does.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	if cfg.Name == "" {
+		return nil, errors.New("kafka source: no name")
+	}
+	fail := func(format string, args ...any) (*Source, error) {
+		return nil, fmt.Errorf("kafka source %q: "+format, append([]any{cfg.Name}, args...)...)
+	}
+	if cfg.Group == "" {
+		return fail("no consumer group")
+	}
+	topics := slices.DeleteFunc(slices.Clone(cfg.Topics), func(t string) bool { return t == "" })
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	switch {
+	case len(topics) > 0 && cfg.TopicRegex != "":
+		return fail("both topics and a topic regex; give one")
+	case len(topics) == 0 && cfg.TopicRegex == "":
+		return fail("no topics and no topic regex")
+	case cfg.TopicRegex != "":
+		if _, err := regexp.Compile(cfg.TopicRegex); err != nil {
+			return fail("topic regex: %v", err)
+		}
+	}
+	var start kgo.Offset
+	switch cfg.Start {
+	case StartEarliest, StartCommitted:
+		start = kgo.NewOffset().AtStart()
+	case StartLatest:
+		start = kgo.NewOffset().AtEnd()
+	case StartTimestamp:
+		if cfg.StartTimestamp < 0 {
+			return fail("negative start timestamp %d", cfg.StartTimestamp)
+		}
+		start = kgo.NewOffset().AfterMilli(cfg.StartTimestamp)
+	default:
+		return fail("unknown start position %d", int(cfg.Start))
+	}
+	if cfg.Format != FormatJSON && cfg.Format != FormatRaw {
+		return fail("unknown format %d", int(cfg.Format))
+	}
+	if cfg.CommitInterval < 0 || cfg.RevokeTimeout < 0 || cfg.MaxPollRecords < 0 || cfg.FetchMaxBytes < 0 {
+		return fail("negative commit interval, revoke timeout, max poll records or fetch max bytes")
+	}
+	base, err := cfg.Client.Opts()
+	if err != nil {
+		return fail("%v", err)
+	}
+	s := &Source{
+		name:           cfg.Name,
+		group:          cfg.Group,
+		format:         cfg.Format,
+		log:            cfg.Logger,
+		maxPoll:        srcOr(cfg.MaxPollRecords, srcDefaultMaxPoll),
+		commitInterval: srcOr(cfg.CommitInterval, srcDefaultCommitInterval),
+		revokeTimeout:  srcOr(cfg.RevokeTimeout, srcDefaultRevokeTimeout),
+		parts:          make(map[srcTP]*srcPart),
+		stop:           make(chan struct{}),
+		loopDone:       make(chan struct{}),
+		stopAtEnd:      cfg.StopAtEnd,
+		start:          cfg.Start,
+		startMilli:     cfg.StartTimestamp,
+		regex:          cfg.TopicRegex,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.log = s.log.With("source", cfg.Name)
+	opts := append(base,
+		kgo.WithLogger(newSrcKgoLogger(s.log)),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsRevoked(s.onRevoked),
+		kgo.OnPartitionsLost(s.onLost),
+		kgo.ConsumeStartOffset(start),
+		kgo.FetchMaxBytes(srcOr(cfg.FetchMaxBytes, srcDefaultFetchMaxBytes)),
+	)
+	if cfg.TopicRegex != "" {
+		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(cfg.TopicRegex))
+	} else {
+		s.topics = topics
+		opts = append(opts, kgo.ConsumeTopics(topics...))
+	}
+	s.cl, err = kgo.NewClient(opts...)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var bgCtx context.Context
+	bgCtx, s.bgCancel = context.WithCancel(context.Background())
+	go s.commitLoop(bgCtx)
+	return s, nil
+}
+
+// srcOr returns v, or def when v is zero.
+func srcOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Name implements engine.Source.
+func (s *Source) Name() string { return s.name }
+
+// Run implements engine.Source: it polls records and adds them to out until
+// ctx is done (then it flushes and returns nil) or a fatal error occurs
+// (authentication or authorisation failures; other client errors are logged
+// and retried by the client). It must be called once.
+func (s *Source) Run(ctx context.Context, out *engine.Out) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return fmt.Errorf("kafka source %q: Run called twice", s.name)
+	}
+	if s.topics != nil {
+		s.bg.Go(func() { s.warnMissingTopics(ctx) })
+	}
+	var stopped atomic.Bool
+	stopWatch := context.AfterFunc(ctx, func() { stopped.Store(true) })
+	defer stopWatch()
+	var ends *srcEnds
+	if s.stopAtEnd {
+		var err error
+		if ends, err = s.endOffsets(ctx); err != nil {
+			return err
+		}
+		if ends.done() {
+			s.log.Info("kafka source: nothing to read before the end offsets; stopping", "stop_at", "latest")
+			return nil
+		}
+	}
+
+	var (
+		open    []srcOpen // partitions in the batch being filled
+		last    = -1      // index in open of the previous record's partition
+		hdrs    []record.Header
+		lastErr string
+	)
+	// boundary records that the batch being filled was sent.
+	boundary := func() {
+		if len(open) > 0 {
+			s.addInflight(open)
+			clear(open)
+			open = open[:0]
+		}
+		last = -1
+	}
+	// finish flushes what was handed out and lets a rebalance proceed.
+	finish := func() error {
+		err := out.Flush()
+		if err == nil {
+			boundary()
+		}
+		s.cl.AllowRebalance()
+		return err
+	}
+	for {
+		fs := s.cl.PollRecords(ctx, s.maxPoll)
+		if ctx.Err() != nil {
+			// Whatever this poll returned was never handed out, so
+			// it is not committed and will be read again.
+			return finish()
+		}
+		var fatal error
+		fs.EachError(func(topic string, partition int32, err error) {
+			switch {
+			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			case errors.Is(err, kgo.ErrClientClosed):
+				fatal = fmt.Errorf("kafka source %q: the client was closed while running", s.name)
+			case srcFatal(err):
+				fatal = fmt.Errorf("kafka source %q: %w", s.name, err)
+			default:
+				if msg := err.Error(); msg != lastErr { // do not repeat a persisting error on every poll
+					lastErr = msg
+					s.log.Warn("kafka source: consuming", "topic", topic, "partition", partition, "error", err)
+				}
+			}
+		})
+		if fatal != nil {
+			finish()
+			return fatal
+		}
+		for it := fs.RecordIter(); !it.Done(); {
+			if stopped.Load() {
+				return finish()
+			}
+			r := it.Next()
+			tp := srcTP{r.Topic, r.Partition}
+			if last < 0 || open[last].tp != tp {
+				last = slices.IndexFunc(open, func(o srcOpen) bool { return o.tp == tp })
+				if last < 0 {
+					open = append(open, srcOpen{tp: tp, p: s.session(tp)})
+					last = len(open) - 1
+				}
+			}
+			open[last].end = srcEnd{offset: r.Offset, epoch: r.LeaderEpoch}
+
+			rec := record.Record{
+				Key:       r.Key,
+				Value:     r.Value,
+				Timestamp: r.Timestamp.UnixMilli(),
+				Origin:    record.Origin{Source: s.name, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
+			}
+			if len(r.Headers) > 0 {
+				hdrs = hdrs[:0]
+				for _, h := range r.Headers {
+					hdrs = append(hdrs, record.Header{Key: h.Key, Value: h.Value})
+				}
+				rec.Headers = hdrs
+			}
+			if s.format == FormatJSON && !json.Valid(r.Value) {
+				// Out.Dead keeps the header slice: give it its own.
+				rec.Headers = slices.Clone(rec.Headers)
+				reason := fmt.Sprintf("%s[%d]@%d: not JSON: %s", r.Topic, r.Partition, r.Offset, srcJSONError(r.Value))
+				// Out.Dead sends the batch when its dead letters fill
+				// it; we see that as Pending dropping to zero, which
+				// is only unambiguous when the batch holds records.
+				// Otherwise, send the batch ourselves so that we
+				// know where it ends.
+				hadRecords := out.Pending() > 0
+				if err := out.Dead(rec, reason); err != nil {
+					return err
+				}
+				if !hadRecords {
+					if err := out.Flush(); err != nil {
+						return err
+					}
+					boundary()
+				} else if out.Pending() == 0 {
+					boundary()
+				}
+				ends.read(tp, r.Offset)
+				continue
+			}
+			if err := out.Add(rec); err != nil {
+				return err
+			}
+			if out.Pending() == 0 { // Add sent the full batch
+				boundary()
+			}
+			ends.read(tp, r.Offset)
+		}
+		if err := finish(); err != nil {
+			return err
+		}
+		if ends.done() {
+			s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
+			return nil
+		}
+	}
+}
+
+// srcFatal reports errors that retrying will not fix: the credentials or
+// permissions are wrong.
+func srcFatal(err error) bool {
+	for _, e := range []error{
+		kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
+		kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed,
+		kerr.InvalidGroupID,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// srcJSONError says why v is not JSON. It runs only on the error path.
+func srcJSONError(v []byte) string {
+	if v == nil {
+		return "the value is null (a tombstone)"
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil {
+		return err.Error()
+	}
+	return "invalid JSON"
+}
+
+// warnMissingTopics logs, once, each configured topic that does not exist
+// yet. The client keeps looking for it; this only tells the user why nothing
+// arrives.
+func (s *Source) warnMissingTopics(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	details, err := kadm.NewClient(s.cl).ListTopics(ctx, s.topics...)
+	if err != nil {
+		return // the consumer reports connection problems itself
+	}
+	for _, t := range s.topics {
+		if d, ok := details[t]; !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+			s.log.Warn("kafka source: topic does not exist; waiting for it to be created", "topic", t)
+		}
+	}
+}
+
+// session returns tp's bookkeeping, beginning a new session if the
+// partition is not owned: Run is about to hand out its first record since
+// the partition was assigned.
+func (s *Source) session(tp srcTP) *srcPart {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.parts[tp]
+	if p == nil {
+		p = &srcPart{}
+		s.parts[tp] = p
+	}
+	if !p.owned {
+		p.owned = true
+		p.gen++
+		p.inflight = nil
+		p.done = make(map[int64]int32)
+		p.commit = kgo.EpochOffset{Epoch: -1, Offset: -1}
+		p.committed = -1
+	}
+	return p
+}
+
+// addInflight records the ends of a batch Run just sent.
+func (s *Source) addInflight(open []srcOpen) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := false
+	for _, o := range open {
+		o.p.inflight = append(o.p.inflight, o.end)
+		moved = o.p.advance() || moved
+	}
+	if moved {
+		s.signalLocked()
+	}
+}
+
+// Ack implements engine.Acker: the batch covering positions is complete.
+func (s *Source) Ack(positions []engine.Position) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	moved := false
+	for _, pos := range positions {
+		tp := srcTP{pos.Topic, pos.Partition}
+		p := s.parts[tp]
+		if p == nil {
+			continue
+		}
+		if n := p.owed[pos.Offset]; n > 0 {
+			if n == 1 {
+				delete(p.owed, pos.Offset)
+			} else {
+				p.owed[pos.Offset] = n - 1
+			}
+			if !p.owned && len(p.owed) == 0 {
+				delete(s.parts, tp)
+			}
+			continue
+		}
+		if !p.owned {
+			continue
+		}
+		p.done[pos.Offset]++
+		moved = p.advance() || moved
+	}
+	if moved {
+		s.signalLocked()
+	}
+}
+
+// advance moves the commit offset over the completed head of inflight.
+func (p *srcPart) advance() bool {
+	moved := false
+	for len(p.inflight) > 0 {
+		e := p.inflight[0]
+		n := p.done[e.offset]
+		if n == 0 {
+			break
+		}
+		if n == 1 {
+			delete(p.done, e.offset)
+		} else {
+			p.done[e.offset] = n - 1
+		}
+		p.commit = kgo.EpochOffset{Epoch: e.epoch, Offset: e.offset + 1}
+		p.inflight = p.inflight[1:]
+		moved = true
+	}
+	if len(p.inflight) == 0 {
+		p.inflight = nil // let the backing array go
+	}
+	return moved
+}
+
+func (s *Source) signalLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// commitLoop commits completed offsets every commitInterval until Close.
+func (s *Source) commitLoop(ctx context.Context) {
+	defer close(s.loopDone)
+	t := time.NewTicker(s.commitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, max(s.commitInterval, 10*time.Second))
+			if err := s.commit(cctx, nil); err != nil && ctx.Err() == nil {
+				s.log.Warn("kafka source: committing offsets", "group", s.group, "error", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// commit commits the completed offsets of owned partitions that moved since
+// their last commit; with only, just those partitions.
+func (s *Source) commit(ctx context.Context, only map[string][]int32) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	return s.commitLocked(ctx, only)
+}
+
+// commitLocked is commit with commitMu held.
+func (s *Source) commitLocked(ctx context.Context, only map[string][]int32) error {
+	type sent struct {
+		p   *srcPart
+		gen uint64
+	}
+	offsets := make(map[string]map[int32]kgo.EpochOffset)
+	sessions := make(map[srcTP]sent)
+	s.mu.Lock()
+	for tp, p := range s.parts {
+		if !p.owned || p.commit.Offset < 0 || p.commit.Offset == p.committed {
+			continue
+		}
+		if only != nil && !slices.Contains(only[tp.topic], tp.partition) {
+			continue
+		}
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = make(map[int32]kgo.EpochOffset)
+		}
+		offsets[tp.topic][tp.partition] = p.commit
+		sessions[tp] = sent{p, p.gen}
+	}
+	s.mu.Unlock()
+	if len(offsets) == 0 {
+		return nil
+	}
+	var errs []error
+	s.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					errs = append(errs, fmt.Errorf("%s[%d]: %w", t.Topic, p.Partition, err))
+					continue
+				}
+				tp := srcTP{t.Topic, p.Partition}
+				if sn, ok := sessions[tp]; ok && sn.p.gen == sn.gen {
+					sn.p.committed = offsets[t.Topic][p.Partition].Offset
+				}
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// onRevoked runs in the group's rebalance, while Run is not handing out
+// records (BlockRebalanceOnPoll): it waits for the revoked partitions'
+// in-flight batches, commits what is complete and gives them up.
+func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if len(revoked) == 0 {
+		return
+	}
+	if n := s.waitInflight(revoked); n > 0 {
+		s.log.Warn("kafka source: partitions revoked with batches still in flight; their records will be processed again by the next owner",
+			"group", s.group, "batches", n, "waited", s.revokeTimeout)
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, srcCloseCommitTimeout)
+	err := s.commitLocked(cctx, revoked)
+	cancel()
+	if err != nil {
+		s.log.Warn("kafka source: committing revoked partitions", "group", s.group, "error", err)
+	}
+	s.release(revoked)
+}
+
+// onLost gives up partitions without committing: the member was fenced, so
+// another member may own them already.
+func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	if len(lost) == 0 {
+		return
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.release(lost)
+}
+
+// release ends the sessions of the given partitions. Batches still in flight
+// become owed, so that their late acknowledgements are not mistaken for
+// those of a later session.
+func (s *Source) release(tps map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for topic, partitions := range tps {
+		for _, partition := range partitions {
+			tp := srcTP{topic, partition}
+			p := s.parts[tp]
+			if p == nil || !p.owned {
+				continue
+			}
+			p.owned = false
+			for _, e := range p.inflight {
+				if n := p.done[e.offset]; n > 0 {
+					p.done[e.offset] = n - 1 // completed, just not contiguously
+					continue
+				}
+				if p.owed == nil {
+					p.owed = make(map[int64]int32)
+				}
+				p.owed[e.offset]++
+			}
+			p.inflight, p.done = nil, nil
+			if len(p.owed) == 0 {
+				delete(s.parts, tp)
+			}
+		}
+	}
+}
+
+// waitInflight waits, up to revokeTimeout (not at all while closing), until
+// the given partitions have no batch in flight, and returns how many remain.
+func (s *Source) waitInflight(tps map[string][]int32) int {
+	deadline := time.NewTimer(s.revokeTimeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		n := 0
+		for topic, partitions := range tps {
+			for _, partition := range partitions {
+				if p := s.parts[srcTP{topic, partition}]; p != nil && p.owned {
+					n += len(p.inflight)
+				}
+			}
+		}
+		if n == 0 || s.closing {
+			s.mu.Unlock()
+			return n
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return n
+		}
+	}
+}
+
+// Close commits every completed offset, leaves the group and closes the
+// client. The engine calls it after Run returned and the sinks closed, so
+// every acknowledgement that will ever come has come. It returns an error if
+// the final commit failed; those records will be read again.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.loopDone
+		s.mu.Lock()
+		s.closing = true
+		s.signalLocked()
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+		err := s.commit(ctx, nil)
+		cancel()
+		s.bgCancel()
+		// Leaving the group revokes everything; onRevoked finds nothing
+		// left to commit. The leave is bounded, so that an unreachable
+		// coordinator cannot hold Close up: the group then notices the
+		// member is gone after its session timeout.
+		s.cl.AllowRebalance()
+		ctx, cancel = context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+		if lerr := s.cl.LeaveGroupContext(ctx); lerr != nil && ctx.Err() != nil {
+			s.log.Warn("kafka source: leaving the group timed out", "group", s.group)
+		}
+		cancel()
+		s.cl.Close()
+		s.bg.Wait()
+		if err != nil {
+			s.closeErr = fmt.Errorf("kafka source %q: committing offsets on close: %w", s.name, err)
+		}
+	})
+	return s.closeErr
+}
+
+// srcKgoLogger sends franz-go's log to slog. franz-go's info messages (group
+// joins, assignments) become debug messages; its debug messages are dropped.
+type srcKgoLogger struct {
+	log   *slog.Logger
+	level kgo.LogLevel
+}
+
+func newSrcKgoLogger(log *slog.Logger) srcKgoLogger {
+	ctx := context.Background()
+	level := kgo.LogLevelNone
+	switch {
+	case log.Enabled(ctx, slog.LevelDebug):
+		level = kgo.LogLevelInfo
+	case log.Enabled(ctx, slog.LevelWarn):
+		level = kgo.LogLevelWarn
+	case log.Enabled(ctx, slog.LevelError):
+		level = kgo.LogLevelError
+	}
+	return srcKgoLogger{log: log, level: level}
+}
+
+func (l srcKgoLogger) Level() kgo.LogLevel { return l.level }
+
+func (l srcKgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelDebug
+	switch level {
+	case kgo.LogLevelError:
+		lv = slog.LevelError
+	case kgo.LogLevelWarn:
+		lv = slog.LevelWarn
+	case kgo.LogLevelDebug:
+		return
+	}
+	l.log.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
+}
