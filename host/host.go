@@ -76,10 +76,6 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, &loadError{kind: ErrConfig, err: err}
 	}
-	if cfg.Engine.Parallelism > 1 {
-		return nil, &loadError{kind: ErrConfig, err: cfg.Engine.At("parallelism").Errorf("engine.parallelism",
-			"parallelism %d is not supported yet; this weir runs the operator chain on one worker (set 1)", cfg.Engine.Parallelism)}
-	}
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]

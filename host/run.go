@@ -74,7 +74,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 // worker per plugin operator.
 func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), err error) {
 	cfg := p.cfg
-	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth}
+	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth, Parallelism: cfg.Engine.Parallelism}
 	stop = func() {}
 	var cc kafka.ClientConfig
 	if cfg.UsesKafka() {
@@ -84,9 +84,6 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 	}
 	defer func() {
 		if err != nil {
-			for _, st := range ep.Steps {
-				st.Op.Close(ctx)
-			}
 			for _, s := range ep.Sinks {
 				s.Close()
 			}
@@ -115,17 +112,21 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 	}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
-		var eop engine.Operator
+		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
 		if op.Type == config.OperatorKeyBy {
-			eop = engine.NewKeyBy(op.Name, op.KeyPath)
+			st.KeyBy = true
+			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }
 		} else {
-			w, err := p.plugins[i].NewWorker(ctx)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
+			plug := p.plugins[i]
+			st.New = func(ctx context.Context) (engine.Operator, error) {
+				w, err := plug.NewWorker(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
+				}
+				return &wasmOperator{name: op.Name, w: w}, nil
 			}
-			eop = &wasmOperator{name: op.Name, w: w}
 		}
-		ep.Steps = append(ep.Steps, engine.Step{Op: eop, BatchSize: op.BatchSize})
+		ep.Steps = append(ep.Steps, st)
 	}
 	for i := range cfg.Sinks {
 		s := &cfg.Sinks[i]

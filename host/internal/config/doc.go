@@ -14,7 +14,7 @@
 //	  batch_size: 512       # records per batch, 1..65536, default 512
 //	  batch_linger: 20ms    # longest a throttled generator holds a partial batch, >= 0, default 20ms (file and stdin sources send a partial batch whenever their input pauses)
 //	  queue_depth: 4        # batches buffered between stages, 1..1024, default 4
-//	  parallelism: 1        # workers running the operator chain, default 1 (weir run accepts only 1 so far)
+//	  parallelism: 1        # workers running each part of the operator chain, 1..1024, default 1
 //	kafka:                  # optional: the cluster every Kafka stage uses (Kafka stages need no kafka block)
 //	  brokers: [h1:9092, h2:9092]  # host:port each; absent or empty = weir starts an embedded broker
 //	  client_id: weir       # default weir

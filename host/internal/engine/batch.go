@@ -1,30 +1,106 @@
 package engine
 
 import (
+	"sync"
+
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
-// batch is the unit that moves through a pipeline: the records a source read,
-// the outputs of each operator, and the dead letters produced on the way.
-// One goroutine owns a batch at a time; ownership passes with the channel
-// send. Batches are recycled through a bounded pool, which is what bounds the
-// pipeline's memory: a source cannot read ahead of the pool.
+// batch is what a source fills: records, the arena that owns their bytes,
+// and the dead letters of records it could not decode. On its way through
+// the chain it is cut into pieces, one per worker that handles some of its
+// records; the pieces' outputs point into the batch and into each other, so
+// they all live until the batch completes and return to the pool with it.
+//
+// One goroutine fills a batch; after that its pieces move between
+// goroutines, ownership passing with each channel send. mu guards pieces,
+// which workers append to concurrently.
 type batch struct {
 	source  int // index of the source that filled it
 	records []record.Record
 	arena   record.Arena
 	dead    []record.DeadLetter
-	// stages holds one output per operator; the records of the last stage
-	// that ran are the batch's result.
-	stages []wasm.Output
-	result []record.Record
 	// positions holds, per source partition, the highest offset in the
 	// batch, for sources that commit (see Acker).
 	positions []Position
-	// ack counts the work outstanding on the batch once it reaches the
-	// sinks; the batch completes when it reaches zero.
+	// ack counts what is outstanding on the batch: the dispatcher's hold,
+	// one per live piece, and the sinks' asynchronous work. The batch
+	// completes when it reaches zero.
 	ack Ack
+
+	mu     sync.Mutex
+	pieces []*piece
+}
+
+// piece is part of a batch on its way through one segment of the chain:
+// the records one worker handles, each step's output, and the dead letters
+// collected so far.
+type piece struct {
+	root    *batch
+	records []record.Record
+	buf     []record.Record // owned storage for records
+	dead    []record.DeadLetter
+	outs    []wasm.Output // one per step of the chain, used by the steps it went through
+}
+
+var piecePool = sync.Pool{New: func() any { return new(piece) }}
+
+// newPiece makes a piece of b holding recs (copied into the piece's own
+// storage when recs is nil and records are appended later).
+func (b *batch) newPiece(recs []record.Record) *piece {
+	pc := piecePool.Get().(*piece)
+	pc.root = b
+	pc.records = recs
+	b.ack.Add(1)
+	b.mu.Lock()
+	b.pieces = append(b.pieces, pc)
+	b.mu.Unlock()
+	return pc
+}
+
+// split cuts recs into per-worker pieces by route; a worker without records
+// gets nil.
+func (b *batch) split(recs []record.Record, workers int, route func(*record.Record) int) []*piece {
+	parts := make([]*piece, workers)
+	for i := range recs {
+		w := route(&recs[i])
+		pc := parts[w]
+		if pc == nil {
+			pc = b.newPiece(nil)
+			pc.records = pc.buf[:0]
+			parts[w] = pc
+		}
+		pc.records = append(pc.records, recs[i])
+	}
+	for _, pc := range parts {
+		if pc != nil {
+			pc.buf = pc.records
+		}
+	}
+	return parts
+}
+
+// out returns the output buffer of step j of the chain. Steps have a slot
+// each, so a piece that moves on to the next segment keeps the outputs its
+// records point into.
+func (pc *piece) out(j int) *wasm.Output {
+	for len(pc.outs) <= j {
+		pc.outs = append(pc.outs, wasm.Output{})
+	}
+	return &pc.outs[j]
+}
+
+func (pc *piece) reset() {
+	pc.root = nil
+	clear(pc.buf)
+	pc.buf = pc.buf[:0]
+	pc.records = nil
+	clear(pc.dead)
+	pc.dead = pc.dead[:0]
+	for i := range pc.outs {
+		pc.outs[i].Reset()
+	}
 }
 
 func (b *batch) reset() {
@@ -33,11 +109,13 @@ func (b *batch) reset() {
 	b.arena.Reset()
 	clear(b.dead)
 	b.dead = b.dead[:0]
-	for i := range b.stages {
-		b.stages[i].Reset()
-	}
-	b.result = nil
 	b.positions = b.positions[:0]
+	for _, pc := range b.pieces {
+		pc.reset()
+		piecePool.Put(pc)
+	}
+	clear(b.pieces)
+	b.pieces = b.pieces[:0]
 }
 
 // pool is a bounded free list of batches.
@@ -45,13 +123,10 @@ type pool struct {
 	free chan *batch
 }
 
-func newPool(size, stages, batchSize int) *pool {
+func newPool(size, batchSize int) *pool {
 	p := &pool{free: make(chan *batch, size)}
 	for range size {
-		p.free <- &batch{
-			records: make([]record.Record, 0, batchSize),
-			stages:  make([]wasm.Output, stages),
-		}
+		p.free <- &batch{records: make([]record.Record, 0, batchSize)}
 	}
 	return p
 }

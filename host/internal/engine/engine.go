@@ -20,11 +20,18 @@ type Operator interface {
 	Close(ctx context.Context) error
 }
 
-// Step is an operator with the batch size it takes.
+// Step is one operator of the chain. The engine makes one instance of it per
+// worker with New.
 type Step struct {
-	Op Operator
+	Name string
+	// New returns a fresh instance of the operator for one worker.
+	New func(ctx context.Context) (Operator, error)
 	// BatchSize caps the records per Process call; 0 means the pipeline's.
 	BatchSize int
+	// KeyBy marks a step that sets record keys (key_by): after it, records
+	// are routed to workers by key, so that one key is always processed by
+	// the same worker, in order.
+	KeyBy bool
 }
 
 // Pipeline is a runnable pipeline: sources feeding a chain of steps feeding
@@ -38,6 +45,9 @@ type Pipeline struct {
 	DeadLetter DeadLetterSink
 	BatchSize  int // records per batch; default 512
 	QueueDepth int // batches in flight between stages; default 4
+	// Parallelism is the number of workers running each part of the chain;
+	// default 1. See the package documentation for how records are routed.
+	Parallelism int
 }
 
 // Counts are a stage's record counts after a run.
@@ -48,12 +58,29 @@ type Counts struct {
 	Dead int64
 }
 
+func (c *Counts) add(o Counts) {
+	c.In += o.In
+	c.Out += o.Out
+	c.Dead += o.Dead
+}
+
 // Summary reports what a run did, stage by stage.
 type Summary struct {
 	Sources    []Counts // Out: records read; Dead: records that could not be decoded
-	Steps      []Counts
+	Steps      []Counts // summed over workers
 	Sinks      []Counts // In: records given; Out: written; Dead: rejected
 	DeadLetter int64    // dead letters written
+}
+
+// segment is a run of steps that one worker applies to a piece without
+// handing it on: the chain is cut after every key_by, because records must
+// then move to the worker that owns their key.
+type segment struct {
+	first, end int           // the steps [first, end)
+	in         []chan *piece // one queue per worker
+	ops        [][]Operator  // [worker][step - first]
+	counts     [][]Counts    // [worker][step - first]
+	keyed      bool          // routed by key (it follows a key_by)
 }
 
 // Run runs the pipeline until every source ends, or until ctx is done. When
@@ -69,13 +96,33 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	if depth <= 0 {
 		depth = 4
 	}
+	par := max(p.Parallelism, 1)
 	// hard is cancelled only by a failure; ctx only stops the sources.
 	hard, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 
-	pool := newPool(2*depth+len(p.Sources)+2, len(p.Steps), batchSize)
+	segs, err := p.segments(hard, par, depth)
+	closeOps := func() []error {
+		var errs []error
+		for _, s := range segs {
+			for _, ops := range s.ops {
+				for _, op := range ops {
+					if err := op.Close(context.WithoutCancel(ctx)); err != nil {
+						errs = append(errs, err)
+					}
+				}
+			}
+		}
+		return errs
+	}
+	if err != nil {
+		errs := append([]error{err}, closeOps()...)
+		return Summary{}, errors.Join(errs...)
+	}
+
+	pool := newPool(2*depth*par+len(p.Sources)+2, batchSize)
 	srcCh := make(chan *batch, depth)
-	sinkCh := make(chan *batch, depth)
+	sinkCh := make(chan *piece, depth*par)
 	sum := Summary{
 		Sources: make([]Counts, len(p.Sources)),
 		Steps:   make([]Counts, len(p.Steps)),
@@ -100,27 +147,11 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		close(srcCh)
 	}()
 
-	go func() {
-		defer close(sinkCh)
-		for b := range srcCh {
-			if hard.Err() != nil {
-				continue // drain so sources are never stuck; nothing more is processed
-			}
-			if err := p.runSteps(hard, b, batchSize, sum.Steps); err != nil {
-				fail(err)
-				continue
-			}
-			select {
-			case sinkCh <- b:
-			case <-hard.Done():
-			}
-		}
-	}()
-
-	// A batch completes when every sink and the dead-letter output have
-	// acknowledged it: its source learns the positions it covered, and the
-	// batch goes back to the pool. complete runs on whichever goroutine
-	// finishes the last piece of work.
+	// A batch completes when every piece made from it has been written and
+	// acknowledged by every sink and the dead-letter output: its source
+	// learns the positions it covered, and the batch, with its pieces, goes
+	// back to the pool. complete runs on whichever goroutine finishes the
+	// last piece of work.
 	complete := func(b *batch, err error) {
 		if err != nil {
 			fail(err)
@@ -131,30 +162,129 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		}
 		pool.put(b)
 	}
-	// unflushed holds batches written to the synchronous outputs since the
-	// last flush; the engine's own count on each is released by the flush.
-	var unflushed []*batch
+
+	// send hands a piece on, unless the pipeline has failed.
+	send := func(ch chan<- *piece, pc *piece) {
+		select {
+		case ch <- pc:
+		case <-hard.Done():
+		}
+	}
+	// next routes a finished piece: its records to the next segment's
+	// workers, or everything to the sinks after the last segment.
+	next := func(si int, pc *piece, route func(*record.Record) int) {
+		if si == len(segs) {
+			send(sinkCh, pc)
+			return
+		}
+		s := segs[si]
+		if par == 1 && len(pc.dead) == 0 {
+			send(s.in[0], pc)
+			return
+		}
+		parts := pc.root.split(pc.records, par, route)
+		if len(pc.dead) > 0 {
+			pc.records = nil
+			send(sinkCh, pc) // the dead letters go straight to the sinks
+		} else {
+			pc.root.ack.Done(nil) // pc is consumed
+		}
+		for w, part := range parts {
+			if part != nil {
+				send(s.in[w], part)
+			}
+		}
+	}
+
+	// The dispatcher cuts each source batch into pieces for the first
+	// segment's workers.
+	go func() {
+		defer func() {
+			if len(segs) > 0 {
+				for _, ch := range segs[0].in {
+					close(ch)
+				}
+			} else {
+				close(sinkCh)
+			}
+		}()
+		rr := 0
+		for b := range srcCh {
+			if hard.Err() != nil {
+				continue // drain so sources are never stuck; nothing more is processed
+			}
+			b.ack.reset(func(err error) { complete(b, err) })
+			pc := b.newPiece(b.records)
+			pc.dead = append(pc.dead, b.dead...)
+			rr++
+			turn := rr % par
+			next(0, pc, func(r *record.Record) int {
+				switch {
+				case r.Origin.Partition >= 0:
+					return int(hashPartition(r.Origin.Topic, r.Origin.Partition) % uint32(par))
+				case r.Key != nil:
+					return int(hashKey(r.Key) % uint32(par))
+				}
+				return turn // unkeyed, unpartitioned: a whole batch per worker, in turn
+			})
+			b.ack.Done(nil) // the dispatcher's own hold
+		}
+	}()
+
+	// Each segment's workers run its steps on their pieces.
+	var segWG []sync.WaitGroup = make([]sync.WaitGroup, len(segs))
+	for si, s := range segs {
+		for w := range par {
+			segWG[si].Add(1)
+			go func() {
+				defer segWG[si].Done()
+				for pc := range s.in[w] {
+					if hard.Err() != nil {
+						continue
+					}
+					if err := p.runSegment(hard, s, w, pc, batchSize); err != nil {
+						fail(err)
+						continue
+					}
+					next(si+1, pc, func(r *record.Record) int { return int(hashKey(r.Key) % uint32(par)) })
+				}
+			}()
+		}
+		go func() {
+			segWG[si].Wait()
+			if si+1 < len(segs) {
+				for _, ch := range segs[si+1].in {
+					close(ch)
+				}
+			} else {
+				close(sinkCh)
+			}
+		}()
+	}
+
+	// unflushed holds pieces written to the synchronous outputs since the
+	// last flush; the flush releases each piece's hold on its batch.
+	var unflushed []*piece
 	flush := func() {
 		if err := p.flush(); err != nil {
 			fail(err)
 			return
 		}
-		for _, b := range unflushed {
-			b.ack.Done(nil)
+		for _, pc := range unflushed {
+			pc.root.ack.Done(nil)
 		}
 		clear(unflushed)
 		unflushed = unflushed[:0]
 	}
-	for b := range sinkCh {
+	for pc := range sinkCh {
 		if hard.Err() != nil {
 			continue
 		}
-		b.ack.reset(func(err error) { complete(b, err) })
-		if err := p.writeBatch(b, sum.Sinks, &sum.DeadLetter); err != nil {
+		if err := p.writePiece(pc, sum.Sinks, &sum.DeadLetter); err != nil {
 			fail(err)
 			continue
 		}
-		unflushed = append(unflushed, b)
+		unflushed = append(unflushed, pc)
 		if len(sinkCh) == 0 {
 			flush()
 		}
@@ -163,13 +293,15 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		flush()
 	}
 
-	var errs []error
-	closeCtx := context.WithoutCancel(ctx)
-	for _, st := range p.Steps {
-		if err := st.Op.Close(closeCtx); err != nil {
-			errs = append(errs, err)
+	for _, s := range segs {
+		for _, counts := range s.counts {
+			for j, c := range counts {
+				sum.Steps[s.first+j].Name = p.Steps[s.first+j].Name
+				sum.Steps[s.first+j].add(c)
+			}
 		}
 	}
+	errs := closeOps()
 	for _, s := range p.Sinks {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
@@ -193,59 +325,90 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	return sum, errors.Join(errs...)
 }
 
-// runSteps runs b's records through every step, in chunks of each step's
-// batch size, leaving the final records in b.result.
-func (p *Pipeline) runSteps(ctx context.Context, b *batch, batchSize int, counts []Counts) error {
-	recs := b.records
-	for j, st := range p.Steps {
-		out := &b.stages[j]
+// segments cuts the chain after every key_by and makes each segment's
+// queues and per-worker operator instances.
+func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, error) {
+	var segs []*segment
+	for first := 0; first < len(p.Steps); {
+		end := first
+		for end < len(p.Steps) && !p.Steps[end].KeyBy {
+			end++
+		}
+		end = min(end+1, len(p.Steps)) // a key_by ends its segment
+		s := &segment{first: first, end: end, keyed: first > 0 && p.Steps[first-1].KeyBy,
+			in: make([]chan *piece, par), ops: make([][]Operator, par), counts: make([][]Counts, par)}
+		segs = append(segs, s)
+		for w := range par {
+			s.in[w] = make(chan *piece, depth)
+			s.counts[w] = make([]Counts, end-first)
+			for j := first; j < end; j++ {
+				op, err := p.Steps[j].New(ctx)
+				if err != nil {
+					return segs, fmt.Errorf("operator %q: %w", p.Steps[j].Name, err)
+				}
+				s.ops[w] = append(s.ops[w], op)
+			}
+		}
+		first = end
+	}
+	return segs, nil
+}
+
+// runSegment runs pc's records through the steps of s, as worker w, in
+// chunks of each step's batch size, leaving the final records in pc.records
+// and every dead letter in pc.dead.
+func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece, batchSize int) error {
+	recs := pc.records
+	for j, op := range s.ops[w] {
+		st := &p.Steps[s.first+j]
+		out := pc.out(s.first + j)
 		size := st.BatchSize
 		if size <= 0 {
 			size = batchSize
 		}
 		for start := 0; start < len(recs); start += size {
 			end := min(start+size, len(recs))
-			if err := st.Op.Process(ctx, recs[start:end], out); err != nil {
-				return fmt.Errorf("operator %q: %w", st.Op.Name(), err)
+			if err := op.Process(ctx, recs[start:end], out); err != nil {
+				return fmt.Errorf("operator %q: %w", st.Name, err)
 			}
 		}
-		c := &counts[j]
-		c.Name = st.Op.Name()
+		c := &s.counts[w][j]
 		c.In += int64(len(recs))
 		c.Out += int64(len(out.Records))
 		c.Dead += int64(len(out.Dead))
-		b.dead = append(b.dead, out.Dead...)
+		pc.dead = append(pc.dead, out.Dead...)
 		recs = out.Records
 	}
-	b.result = recs
+	pc.records = recs
 	return nil
 }
 
-// writeBatch gives b's result to every sink and its dead letters to the
+// writePiece gives pc's records to every sink and its dead letters to the
 // dead-letter output.
-func (p *Pipeline) writeBatch(b *batch, counts []Counts, deadCount *int64) error {
+func (p *Pipeline) writePiece(pc *piece, counts []Counts, deadCount *int64) error {
+	ack := &pc.root.ack
 	for i, s := range p.Sinks {
-		before := len(b.dead)
+		before := len(pc.dead)
 		var err error
-		b.dead, err = s.Write(b.result, b.dead, &b.ack)
+		pc.dead, err = s.Write(pc.records, pc.dead, ack)
 		if err != nil {
 			return err
 		}
-		rejected := int64(len(b.dead) - before)
+		rejected := int64(len(pc.dead) - before)
 		c := &counts[i]
 		c.Name = s.Name()
-		c.In += int64(len(b.result))
-		c.Out += int64(len(b.result)) - rejected
+		c.In += int64(len(pc.records))
+		c.Out += int64(len(pc.records)) - rejected
 		c.Dead += rejected
 	}
 	if p.DeadLetter == nil {
-		if len(b.dead) > 0 {
-			return fmt.Errorf("%d records failed and there is no dead-letter output: %s", len(b.dead), b.dead[0].Reason)
+		if len(pc.dead) > 0 {
+			return fmt.Errorf("%d records failed and there is no dead-letter output: %s", len(pc.dead), pc.dead[0].Reason)
 		}
 		return nil
 	}
-	for i := range b.dead {
-		if err := p.DeadLetter.Write(&b.dead[i], &b.ack); err != nil {
+	for i := range pc.dead {
+		if err := p.DeadLetter.Write(&pc.dead[i], ack); err != nil {
 			return err
 		}
 		*deadCount++
@@ -263,4 +426,25 @@ func (p *Pipeline) flush() error {
 		return p.DeadLetter.Flush()
 	}
 	return nil
+}
+
+// hashKey and hashPartition are 32-bit FNV-1a, which is all routing needs:
+// the same input always goes to the same worker.
+func hashKey(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+func hashPartition(topic string, partition int32) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(topic); i++ {
+		h = (h ^ uint32(topic[i])) * 16777619
+	}
+	for i := 0; i < 4; i++ {
+		h = (h ^ uint32(byte(partition>>(8*i)))) * 16777619
+	}
+	return h
 }

@@ -174,8 +174,8 @@ func TestGenerator(t *testing.T) {
 			{Name: "c", Kind: GenConstant, Value: []byte(`{"x":1}`)},
 		},
 	}
-	first, _, sum := run(t, []Source{NewGenerator("gen", cfg)}, []Step{{Op: keyRecorder{}}}, SinkRaw, 2)
-	again, _, _ := run(t, []Source{NewGenerator("gen", cfg)}, []Step{{Op: keyRecorder{}}}, SinkRaw, 3)
+	first, _, sum := run(t, []Source{NewGenerator("gen", cfg)}, []Step{step(keyRecorder{})}, SinkRaw, 2)
+	again, _, _ := run(t, []Source{NewGenerator("gen", cfg)}, []Step{step(keyRecorder{})}, SinkRaw, 3)
 	if first != again {
 		t.Fatalf("same seed, different output:\n%s\n%s", first, again)
 	}
@@ -211,6 +211,16 @@ func TestGenerator(t *testing.T) {
 	}
 }
 
+// step makes a Step whose every worker shares op; only for operators
+// without per-worker state.
+func step(op Operator) Step {
+	return Step{Name: op.Name(), New: func(context.Context) (Operator, error) { return op, nil }}
+}
+
+func keyByStep(name string, path []string) Step {
+	return Step{Name: name, KeyBy: true, New: func(context.Context) (Operator, error) { return NewKeyBy(name, path), nil }}
+}
+
 // keyRecorder is a test operator that prefixes each value with its key.
 type keyRecorder struct{}
 
@@ -243,7 +253,7 @@ func TestKeyBy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := NewFileSource("in", writeFile(t, content), FormatJSONLines)
-			got, dead, sum := run(t, []Source{src}, []Step{{Op: NewKeyBy("by", tt.path)}, {Op: keyRecorder{}}}, SinkRaw, 512)
+			got, dead, sum := run(t, []Source{src}, []Step{keyByStep("by", tt.path), step(keyRecorder{})}, SinkRaw, 512)
 			if got != tt.want {
 				t.Errorf("output:\n%s\nwant:\n%s", got, tt.want)
 			}
@@ -360,7 +370,7 @@ func TestOperatorFailureStopsPipeline(t *testing.T) {
 	cfg := GeneratorConfig{Fields: []GenField{{Name: "i", Kind: GenSequence}}}
 	p := &Pipeline{
 		Sources:    []Source{NewGenerator("gen", cfg)},
-		Steps:      []Step{{Op: failingOp{}}},
+		Steps:      []Step{step(failingOp{})},
 		Sinks:      []Sink{NewDiscardSink("out")},
 		DeadLetter: NewDeadLetterWriter("buffer", io.Discard, false),
 	}
