@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // srcEnds tracks, for a bounded source, the partitions not yet read up to
@@ -67,6 +69,9 @@ func (s *Source) endOffsets(ctx context.Context) (*srcEnds, error) {
 		return nil, fmt.Errorf("kafka source %q: reading start offsets: %w", s.name, err)
 	}
 	committed, err := adm.FetchOffsetsForTopics(ctx, s.group, topics...)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		committed, err = nil, nil // a new group has committed nothing
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %q: reading committed offsets: %w", s.name, err)
 	}
