@@ -1,10 +1,12 @@
 package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -122,4 +124,40 @@ func (t TLSConfig) config() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// kgoLogger sends franz-go's log to slog. franz-go's info messages (group
+// joins, assignments) become debug messages; its debug messages are dropped.
+type kgoLogger struct {
+	log   *slog.Logger
+	level kgo.LogLevel
+}
+
+func newKgoLogger(log *slog.Logger) kgoLogger {
+	ctx := context.Background()
+	level := kgo.LogLevelNone
+	switch {
+	case log.Enabled(ctx, slog.LevelDebug):
+		level = kgo.LogLevelInfo
+	case log.Enabled(ctx, slog.LevelWarn):
+		level = kgo.LogLevelWarn
+	case log.Enabled(ctx, slog.LevelError):
+		level = kgo.LogLevelError
+	}
+	return kgoLogger{log: log, level: level}
+}
+
+func (l kgoLogger) Level() kgo.LogLevel { return l.level }
+
+func (l kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
+	lv := slog.LevelDebug
+	switch level {
+	case kgo.LogLevelError:
+		lv = slog.LevelError
+	case kgo.LogLevelWarn:
+		lv = slog.LevelWarn
+	case kgo.LogLevelDebug:
+		return
+	}
+	l.log.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
 }

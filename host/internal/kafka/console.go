@@ -60,7 +60,7 @@ func Produce(ctx context.Context, cfg ProduceConfig, r io.Reader, label string) 
 		log = slog.Default()
 	}
 	cl, err := kgo.NewClient(append(opts,
-		kgo.WithLogger(newSrcKgoLogger(log)),
+		kgo.WithLogger(newKgoLogger(log)),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.MaxBufferedBytes(conProduceBufferBytes),
 	)...)
@@ -211,7 +211,7 @@ func Consume(ctx context.Context, cfg ConsumeConfig, w io.Writer) (int64, error)
 		start = kgo.NewOffset().AtStart()
 	}
 	opts = append(opts,
-		kgo.WithLogger(newSrcKgoLogger(log)),
+		kgo.WithLogger(newKgoLogger(log)),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcDefaultFetchMaxBytes),

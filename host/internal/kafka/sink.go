@@ -216,7 +216,7 @@ func snkProducerOpts(cc ClientConfig, compression, acks string, linger time.Dura
 		return nil, 0, fmt.Errorf("negative batch max bytes %d", batchMax)
 	}
 	opts = append(opts,
-		kgo.WithLogger(snkKgoLogger{log}),
+		kgo.WithLogger(newKgoLogger(log)),
 		kgo.ProducerBatchCompression(codec),
 		// No kgo.RecordDeliveryTimeout: franz-go measures it from each
 		// batch's first record timestamp, which here is the event time, so
@@ -535,37 +535,4 @@ func snkLogger(l *slog.Logger) *slog.Logger {
 		return slog.Default()
 	}
 	return l
-}
-
-// snkKgoLogger passes franz-go's log messages to slog: its errors and
-// warnings as such, its (chatty) info messages at debug level, and its debug
-// messages not at all.
-type snkKgoLogger struct{ l *slog.Logger }
-
-func (k snkKgoLogger) Level() kgo.LogLevel {
-	ctx := context.Background()
-	switch {
-	case k.l.Enabled(ctx, slog.LevelDebug):
-		return kgo.LogLevelInfo
-	case k.l.Enabled(ctx, slog.LevelWarn):
-		return kgo.LogLevelWarn
-	case k.l.Enabled(ctx, slog.LevelError):
-		return kgo.LogLevelError
-	}
-	return kgo.LogLevelNone
-}
-
-func (k snkKgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	var sl slog.Level
-	switch level {
-	case kgo.LogLevelError:
-		sl = slog.LevelError
-	case kgo.LogLevelWarn:
-		sl = slog.LevelWarn
-	case kgo.LogLevelInfo:
-		sl = slog.LevelDebug
-	default:
-		return
-	}
-	k.l.Log(context.Background(), sl, "kafka: "+msg, keyvals...)
 }

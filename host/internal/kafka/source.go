@@ -351,7 +351,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	}
 	s.log = s.log.With("source", cfg.Name)
 	opts := append(base,
-		kgo.WithLogger(newSrcKgoLogger(s.log)),
+		kgo.WithLogger(newKgoLogger(s.log)),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
@@ -885,40 +885,4 @@ func (s *Source) Close() error {
 		}
 	})
 	return s.closeErr
-}
-
-// srcKgoLogger sends franz-go's log to slog. franz-go's info messages (group
-// joins, assignments) become debug messages; its debug messages are dropped.
-type srcKgoLogger struct {
-	log   *slog.Logger
-	level kgo.LogLevel
-}
-
-func newSrcKgoLogger(log *slog.Logger) srcKgoLogger {
-	ctx := context.Background()
-	level := kgo.LogLevelNone
-	switch {
-	case log.Enabled(ctx, slog.LevelDebug):
-		level = kgo.LogLevelInfo
-	case log.Enabled(ctx, slog.LevelWarn):
-		level = kgo.LogLevelWarn
-	case log.Enabled(ctx, slog.LevelError):
-		level = kgo.LogLevelError
-	}
-	return srcKgoLogger{log: log, level: level}
-}
-
-func (l srcKgoLogger) Level() kgo.LogLevel { return l.level }
-
-func (l srcKgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	lv := slog.LevelDebug
-	switch level {
-	case kgo.LogLevelError:
-		lv = slog.LevelError
-	case kgo.LogLevelWarn:
-		lv = slog.LevelWarn
-	case kgo.LogLevelDebug:
-		return
-	}
-	l.log.Log(context.Background(), lv, "kafka client: "+msg, keyvals...)
 }
