@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -31,6 +32,23 @@ func (k *kafkaFlags) register(cmd *cobra.Command) {
 	f.StringVar(&k.password, "sasl-password", "", "SASL password (or $WEIR_SASL_PASSWORD)")
 	f.BoolVar(&k.tls, "tls", false, "connect with TLS")
 	f.StringVar(&k.caFile, "tls-ca", "", "PEM file of extra certificate authorities")
+}
+
+// setup checks the flags every Kafka tool needs and returns its logger and
+// client.
+func (k *kafkaFlags) setup(g *globalFlags, cmd *cobra.Command, topic string) (*slog.Logger, host.KafkaClient, error) {
+	log, err := g.logger(cmd.ErrOrStderr())
+	if err != nil {
+		return nil, host.KafkaClient{}, err
+	}
+	client, err := k.client()
+	if err != nil {
+		return nil, host.KafkaClient{}, err
+	}
+	if topic == "" {
+		return nil, host.KafkaClient{}, usageErrorf("--topic is required")
+	}
+	return log, client, nil
 }
 
 func (k *kafkaFlags) client() (host.KafkaClient, error) {
@@ -92,17 +110,11 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log, err := g.logger(cmd.ErrOrStderr())
+			log, client, err := k.setup(g, cmd, opts.Topic)
 			if err != nil {
 				return err
 			}
-			if opts.Client, err = k.client(); err != nil {
-				return err
-			}
-			if opts.Topic == "" {
-				return usageErrorf("--topic is required")
-			}
-			opts.Logger = log
+			opts.Client, opts.Logger = client, log
 			in, label := cmd.InOrStdin(), "standard input"
 			if len(args) == 1 {
 				f, err := os.Open(args[0])
@@ -133,17 +145,11 @@ func newConsumeCmd(g *globalFlags) *cobra.Command {
 		Short: "Print a topic's records as JSON lines",
 		Args:  exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger(cmd.ErrOrStderr())
+			log, client, err := k.setup(g, cmd, opts.Topic)
 			if err != nil {
 				return err
 			}
-			if opts.Client, err = k.client(); err != nil {
-				return err
-			}
-			if opts.Topic == "" {
-				return usageErrorf("--topic is required")
-			}
-			opts.Logger = log
+			opts.Client, opts.Logger = client, log
 			ctx, stop := drainOnSignal(cmd.Context())
 			defer stop()
 			n, err := host.Consume(ctx, opts, cmd.OutOrStdout())

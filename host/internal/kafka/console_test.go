@@ -16,68 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// conJavaMurmur2 is Kafka's Utils.murmur2, transcribed from the Java with
-// its int arithmetic (a Java byte & 0xff is a Go byte; >>> is a shift of the
-// uint32), so that the partitions Produce picks are checked against the Java
-// client's rather than against franz-go's own implementation.
-func conJavaMurmur2(data []byte) int32 {
-	const (
-		seed int32 = -1756908916 // 0x9747b28c
-		m    int32 = 0x5bd1e995
-		r          = 24
-	)
-	n := int32(len(data))
-	h := seed ^ n
-	for i := int32(0); i < n/4; i++ {
-		j := 4 * i
-		k := int32(data[j]) | int32(data[j+1])<<8 | int32(data[j+2])<<16 | int32(data[j+3])<<24
-		k *= m
-		k ^= int32(uint32(k) >> r)
-		k *= m
-		h *= m
-		h ^= k
-	}
-	tail := n &^ 3
-	switch n % 4 {
-	case 3:
-		h ^= int32(data[tail+2]) << 16
-		fallthrough
-	case 2:
-		h ^= int32(data[tail+1]) << 8
-		fallthrough
-	case 1:
-		h ^= int32(data[tail])
-		h *= m
-	}
-	h ^= int32(uint32(h) >> 13)
-	h *= m
-	h ^= int32(uint32(h) >> 15)
-	return h
-}
-
-// conJavaPartition is the Java producer's partition for a keyed record:
-// Utils.toPositive(Utils.murmur2(key)) % numPartitions.
-func conJavaPartition(key []byte, partitions int32) int32 {
-	return (conJavaMurmur2(key) & 0x7fffffff) % partitions
-}
-
-func TestConJavaMurmur2(t *testing.T) {
-	// The vectors of Kafka's UtilsTest.testMurmur2 (clients/src/test/java/
-	// org/apache/kafka/common/utils/UtilsTest.java).
-	for in, want := range map[string]int32{
-		"21":                         -973932308,
-		"foobar":                     -790332482,
-		"a-little-bit-long-string":   -985981536,
-		"a-little-bit-longer-string": -1486304829,
-		"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-		"abc": 479470107,
-	} {
-		if got := conJavaMurmur2([]byte(in)); got != want {
-			t.Errorf("murmur2(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
-
 // conEnvelope is Consume's Meta line.
 type conEnvelope struct {
 	Partition int32
@@ -156,7 +94,7 @@ func TestConsoleProduceConsume(t *testing.T) {
 				t.Errorf("record %d: key %v, want %q", v.N, e.Key, key)
 				continue
 			}
-			if p := conJavaPartition([]byte(key), 3); e.Partition != p {
+			if p := snkJavaPartition([]byte(key), 3); e.Partition != p {
 				t.Errorf("record %d with key %q is in partition %d; the Java client puts it in %d", v.N, key, e.Partition, p)
 			}
 			if e.Timestamp < time.Now().Add(-time.Hour).UnixMilli() || e.Offset < 0 {
