@@ -355,3 +355,54 @@ func waitForMembers(t *testing.T, brokers, group string, members int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestConsoleTools drives weir broker, weir produce and weir consume as a
+// user would: records produced with a key field come back with their keys.
+func TestConsoleTools(t *testing.T) {
+	broker := exec.Command(weirtest.Weir(t), "broker", "--listen", "127.0.0.1:0", "--topics", "events:2")
+	stdout, err := broker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		broker.Process.Signal(syscall.SIGTERM)
+		if err := broker.Wait(); err != nil {
+			t.Errorf("weir broker exited with %v after SIGTERM", err)
+		}
+	}()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("weir broker printed no address: %v", err)
+	}
+	addr = strings.TrimSpace(addr)
+	in := "{\"user\":\"ann\",\"n\":1}\n{\"user\":\"bob\",\"n\":2}\n{\"user\":\"ann\",\"n\":3}\n"
+	res := weirtest.Run(t, ".", in, "produce", "--brokers", addr, "--topic", "events", "--key-field", "user")
+	if res.Code != 0 {
+		t.Fatalf("weir produce: exit %d\n%s", res.Code, res.Stderr)
+	}
+	res = weirtest.Run(t, ".", "", "consume", "--brokers", addr, "--topic", "events", "--from-beginning", "--max", "3", "--meta")
+	if res.Code != 0 {
+		t.Fatalf("weir consume: exit %d\n%s", res.Code, res.Stderr)
+	}
+	byUser := map[string][]int{}
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		var env struct {
+			Key   string
+			Value struct{ N int }
+		}
+		if err := json.Unmarshal([]byte(line), &env); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		byUser[env.Key] = append(byUser[env.Key], env.Value.N)
+	}
+	if fmt.Sprint(byUser["ann"]) != "[1 3]" || fmt.Sprint(byUser["bob"]) != "[2]" {
+		t.Fatalf("consumed %v", byUser)
+	}
+	res = weirtest.Run(t, ".", "", "consume", "--topic", "events")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "--brokers is required") {
+		t.Fatalf("consume without --brokers: exit %d, %s", res.Code, res.Stderr)
+	}
+}
