@@ -17,3 +17,6 @@ GOOS=wasip1 GOARCH=wasm go vet ./guest-sdk/... ./plugins/... $(go list ./example
 
 echo "== go test"
 go test -count=1 -timeout 20m "$@" ./...
+
+echo "== go test -race (the concurrent packages)"
+go test -race -short -count=1 ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/

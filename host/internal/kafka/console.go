@@ -112,11 +112,14 @@ func Produce(ctx context.Context, cfg ProduceConfig, r io.Reader, label string) 
 	// Close (deferred) fails what is left.
 	ferr := cl.Flush(ctx)
 	n := acked.Load()
+	mu.Lock() // promises may still run if ctx ended the flush early
+	refused := sendErr
+	mu.Unlock()
 	switch {
 	case readErr != nil:
 		return n, fmt.Errorf("produce: %w", readErr)
-	case sendErr != nil:
-		return n, fmt.Errorf("produce to %s: %w", cfg.Topic, sendErr)
+	case refused != nil:
+		return n, fmt.Errorf("produce to %s: %w", cfg.Topic, refused)
 	case ctx.Err() != nil:
 		return n, ctx.Err()
 	case ferr != nil:
