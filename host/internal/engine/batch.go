@@ -37,7 +37,13 @@ type batch struct {
 // the records one worker handles, each step's output, and the dead letters
 // collected so far.
 type piece struct {
-	root    *batch
+	root *batch
+	// wm is the watermark promised after this piece's records, and from
+	// the upstream worker (or 0, the dispatcher) that promised it. A
+	// watermark-only piece carries no records and belongs to no batch.
+	wm      int64
+	from    int
+	wmOnly  bool
 	records []record.Record
 	buf     []record.Record // owned storage for records
 	dead    []record.DeadLetter
@@ -45,6 +51,18 @@ type piece struct {
 }
 
 var piecePool = sync.Pool{New: func() any { return new(piece) }}
+
+// emitPool holds the batches that carry what operators emit on a
+// watermark. They are not from the bounded pool: a worker must never wait
+// for a batch that may sit in its own input queue.
+var emitPool = sync.Pool{New: func() any { return new(batch) }}
+
+// watermarkPiece returns a piece that only promises watermark wm.
+func watermarkPiece(wm int64, from int) *piece {
+	pc := piecePool.Get().(*piece)
+	pc.wm, pc.from, pc.wmOnly = wm, from, true
+	return pc
+}
 
 // newPiece makes a piece of b holding recs (copied into the piece's own
 // storage when recs is nil and records are appended later).
@@ -93,6 +111,7 @@ func (pc *piece) out(j int) *wasm.Output {
 
 func (pc *piece) reset() {
 	pc.root = nil
+	pc.wm, pc.from, pc.wmOnly = 0, 0, false
 	clear(pc.buf)
 	pc.buf = pc.buf[:0]
 	pc.records = nil

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
@@ -48,6 +51,13 @@ type Pipeline struct {
 	// Parallelism is the number of workers running each part of the chain;
 	// default 1. See the package documentation for how records are routed.
 	Parallelism int
+	// EventTime, per source (by index; missing or nil means processing
+	// time, where the wall clock is the watermark), says where event time
+	// comes from and how watermarks follow it.
+	EventTime []*EventTime
+	// WatermarkInterval is how often watermarks are sent on while input is
+	// quiet; default 200ms.
+	WatermarkInterval time.Duration
 }
 
 // Counts are a stage's record counts after a run.
@@ -135,6 +145,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		go func() {
 			defer srcWG.Done()
 			out := &Out{ctx: hard, pool: pool, ch: srcCh, source: i, name: s.Name(), batchSize: batchSize}
+			if i < len(p.EventTime) {
+				out.et = p.EventTime[i]
+			}
 			err := s.Run(ctx, out)
 			sum.Sources[i] = Counts{Name: s.Name(), Out: out.count, Dead: out.dead}
 			if err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) && hard.Err() == nil {
@@ -151,10 +164,16 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	// acknowledged by every sink and the dead-letter output: its source
 	// learns the positions it covered, and the batch, with its pieces, goes
 	// back to the pool. complete runs on whichever goroutine finishes the
-	// last piece of work.
+	// last piece of work. Batches made by workers for what operators emit on
+	// a watermark have no source and are not from the bounded pool.
 	complete := func(b *batch, err error) {
 		if err != nil {
 			fail(err)
+			return
+		}
+		if b.source < 0 {
+			b.reset()
+			emitPool.Put(b)
 			return
 		}
 		if a, ok := p.Sources[b.source].(Acker); ok && len(b.positions) > 0 {
@@ -163,42 +182,74 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		pool.put(b)
 	}
 
-	// send hands a piece on, unless the pipeline has failed.
+	// newEmit makes a batch for what a worker's operators emit on a
+	// watermark, held by the worker until it has handed it on.
+	newEmit := func() *batch {
+		b := emitPool.Get().(*batch)
+		b.source = -1
+		b.ack.reset(func(err error) { complete(b, err) })
+		return b
+	}
 	send := func(ch chan<- *piece, pc *piece) {
 		select {
 		case ch <- pc:
 		case <-hard.Done():
 		}
 	}
-	// next routes a finished piece: its records to the next segment's
-	// workers, or everything to the sinks after the last segment.
-	next := func(si int, pc *piece, route func(*record.Record) int) {
+	// forward hands what upstream worker from produced (a piece of records,
+	// or nil) to segment si, promising watermark wm: records are routed to
+	// the segment's workers, every worker that got no records but is owed a
+	// newer watermark gets a watermark-only piece, and after the last segment
+	// everything goes to the sinks.
+	forward := func(si, from int, sent []int64, pc *piece, wm int64, route func(*record.Record) int) {
 		if si == len(segs) {
-			send(sinkCh, pc)
+			if pc != nil {
+				send(sinkCh, pc)
+			}
 			return
 		}
 		s := segs[si]
-		if par == 1 && len(pc.dead) == 0 {
-			send(s.in[0], pc)
-			return
+		got := make([]bool, par)
+		if pc != nil {
+			if par == 1 && len(pc.dead) == 0 {
+				pc.wm, pc.from = wm, from
+				got[0] = true
+				send(s.in[0], pc)
+			} else {
+				parts := pc.root.split(pc.records, par, route)
+				if len(pc.dead) > 0 {
+					pc.records = nil
+					send(sinkCh, pc) // the dead letters go straight to the sinks
+				} else {
+					pc.root.ack.Done(nil) // pc is consumed
+				}
+				for w, part := range parts {
+					if part != nil {
+						part.wm, part.from = wm, from
+						got[w] = true
+						send(s.in[w], part)
+					}
+				}
+			}
 		}
-		parts := pc.root.split(pc.records, par, route)
-		if len(pc.dead) > 0 {
-			pc.records = nil
-			send(sinkCh, pc) // the dead letters go straight to the sinks
-		} else {
-			pc.root.ack.Done(nil) // pc is consumed
-		}
-		for w, part := range parts {
-			if part != nil {
-				send(s.in[w], part)
+		for w := range par {
+			if got[w] {
+				sent[w] = wm
+			} else if wm > sent[w] {
+				sent[w] = wm
+				send(s.in[w], watermarkPiece(wm, from))
 			}
 		}
 	}
 
 	// The dispatcher cuts each source batch into pieces for the first
-	// segment's workers.
+	// segment's workers, and tracks the watermark, which it also sends on a
+	// tick so that event time moves on while input is quiet.
 	go func() {
+		sent := make([]int64, par)
+		for i := range sent {
+			sent[i] = NoWatermark
+		}
 		defer func() {
 			if len(segs) > 0 {
 				for _, ch := range segs[0].in {
@@ -208,17 +259,38 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				close(sinkCh)
 			}
 		}()
+		wms := newWatermarks(p.EventTime, len(p.Sources), time.Now)
+		tick := time.NewTicker(p.watermarkInterval())
+		defer tick.Stop()
 		rr := 0
-		for b := range srcCh {
+		for {
+			var b *batch
+			select {
+			case b = <-srcCh:
+			case <-tick.C:
+				if hard.Err() == nil {
+					forward(0, 0, sent, nil, wms.current(), nil)
+				}
+				continue
+			}
+			if b == nil { // every source has ended
+				if hard.Err() == nil && ctx.Err() == nil {
+					// The input is complete: every window may close,
+					// as Flink's final watermark at the end of a bounded input.
+					forward(0, 0, sent, nil, math.MaxInt64, nil)
+				}
+				return
+			}
 			if hard.Err() != nil {
 				continue // drain so sources are never stuck; nothing more is processed
 			}
+			wms.observe(b.source, b.records)
 			b.ack.reset(func(err error) { complete(b, err) })
 			pc := b.newPiece(b.records)
 			pc.dead = append(pc.dead, b.dead...)
 			rr++
 			turn := rr % par
-			next(0, pc, func(r *record.Record) int {
+			forward(0, 0, sent, pc, wms.current(), func(r *record.Record) int {
 				switch {
 				case r.Origin.Partition >= 0:
 					return int(hashPartition(r.Origin.Topic, r.Origin.Partition) % uint32(par))
@@ -231,22 +303,64 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		}
 	}()
 
-	// Each segment's workers run its steps on their pieces.
-	var segWG []sync.WaitGroup = make([]sync.WaitGroup, len(segs))
+	// Each segment's workers run its steps on their pieces, and fire
+	// event-time operators as the least watermark of their inputs advances.
+	byKey := func(r *record.Record) int { return int(hashKey(r.Key) % uint32(par)) }
+	segWG := make([]sync.WaitGroup, len(segs))
 	for si, s := range segs {
+		upstream := 1
+		if si > 0 {
+			upstream = par
+		}
 		for w := range par {
 			segWG[si].Add(1)
 			go func() {
 				defer segWG[si].Done()
+				in := make([]int64, upstream) // the watermark of each input
+				for i := range in {
+					in[i] = NoWatermark
+				}
+				cur := NoWatermark
+				sent := make([]int64, par)
+				for i := range sent {
+					sent[i] = NoWatermark
+				}
 				for pc := range s.in[w] {
 					if hard.Err() != nil {
 						continue
 					}
-					if err := p.runSegment(hard, s, w, pc, batchSize); err != nil {
-						fail(err)
-						continue
+					in[pc.from] = max(in[pc.from], pc.wm)
+					var data *piece
+					if pc.wmOnly {
+						pc.reset()
+						piecePool.Put(pc)
+					} else {
+						if err := p.runSegment(hard, s, w, pc, batchSize); err != nil {
+							fail(err)
+							continue
+						}
+						data = pc
 					}
-					next(si+1, pc, func(r *record.Record) int { return int(hashKey(r.Key) % uint32(par)) })
+					wm := slices.Min(in)
+					var fired *piece
+					if wm > cur {
+						cur = wm
+						var err error
+						if fired, err = p.fire(hard, s, w, cur, newEmit); err != nil {
+							fail(err)
+							continue
+						}
+					}
+					forward(si+1, w, sent, data, cur, byKey)
+					if fired != nil {
+						root := fired.root
+						if len(fired.records) == 0 && len(fired.dead) == 0 {
+							root.ack.Done(nil) // the empty piece
+						} else {
+							forward(si+1, w, sent, fired, cur, byKey)
+						}
+						root.ack.Done(nil) // the worker's hold on its emission
+					}
 				}
 			}()
 		}
@@ -323,6 +437,57 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		errs = append([]error{err}, errs...)
 	}
 	return sum, errors.Join(errs...)
+}
+
+// fire tells the event-time operators of s, as worker w, that the
+// watermark is now wm, and runs what they emit through the rest of the
+// segment. It returns a piece of a new batch holding the results, or nil.
+func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBatch func() *batch) (*piece, error) {
+	var pc *piece
+	for j, op := range s.ops[w] {
+		wop, ok := op.(Watermarker)
+		if !ok {
+			continue
+		}
+		if pc == nil {
+			pc = newBatch().newPiece(nil)
+			pc.records = pc.buf[:0]
+		}
+		out := pc.out(s.first + j)
+		start, deadStart := len(out.Records), len(out.Dead)
+		if err := wop.OnWatermark(ctx, wm, out); err != nil {
+			return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+j].Name, err)
+		}
+		recs := out.Records[start:]
+		s.counts[w][j].Out += int64(len(recs))
+		s.counts[w][j].Dead += int64(len(out.Dead) - deadStart)
+		pc.dead = append(pc.dead, out.Dead[deadStart:]...)
+		for k := j + 1; k < len(s.ops[w]) && len(recs) > 0; k++ {
+			next := pc.out(s.first + k)
+			start, deadStart := len(next.Records), len(next.Dead)
+			if err := s.ops[w][k].Process(ctx, recs, next); err != nil {
+				return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+k].Name, err)
+			}
+			c := &s.counts[w][k]
+			c.In += int64(len(recs))
+			recs = next.Records[start:]
+			c.Out += int64(len(recs))
+			c.Dead += int64(len(next.Dead) - deadStart)
+			pc.dead = append(pc.dead, next.Dead[deadStart:]...)
+		}
+		pc.records = append(pc.records, recs...)
+	}
+	if pc != nil {
+		pc.buf = pc.records
+	}
+	return pc, nil
+}
+
+func (p *Pipeline) watermarkInterval() time.Duration {
+	if p.WatermarkInterval > 0 {
+		return p.WatermarkInterval
+	}
+	return 200 * time.Millisecond
 }
 
 // segments cuts the chain after every key_by and makes each segment's

@@ -26,13 +26,17 @@ type Out struct {
 	name      string
 	batchSize int
 	cur       *batch
-	count     int64 // records added
-	dead      int64 // dead letters added
+	et        *EventTime // where event time comes from, or nil
+	count     int64      // records added
+	dead      int64      // dead letters added
 }
 
 // Add appends a record to the current batch, copying key, value and header
 // values into the batch's arena. It sends the batch when it is full.
 func (o *Out) Add(rec record.Record) error {
+	if err := o.et.stamp(&rec); err != nil {
+		return o.Dead(rec, err.Error())
+	}
 	b, err := o.own(&rec)
 	if err != nil {
 		return err

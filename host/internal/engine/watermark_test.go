@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/wasm"
+)
+
+func TestWatermarks(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { return now }
+	rec := func(part int32, ts int64) record.Record {
+		return record.Record{Timestamp: ts, Origin: record.Origin{Topic: "t", Partition: part}}
+	}
+	et := &EventTime{MaxOutOfOrderness: 5 * time.Millisecond, IdleTimeout: time.Second, IdleAdvance: true}
+	w := newWatermarks([]*EventTime{et}, 1, clock)
+	if got := w.current(); got != NoWatermark {
+		t.Fatalf("before any record: %d", got)
+	}
+	w.observe(0, []record.Record{rec(0, 100), rec(1, 50), rec(0, 90)})
+	if got := w.current(); got != 45 {
+		t.Fatalf("watermark %d, want min(100, 50) - 5 = 45", got)
+	}
+	now = now.Add(500 * time.Millisecond)
+	w.observe(0, []record.Record{rec(0, 200)})
+	if got := w.current(); got != 45 {
+		t.Fatalf("watermark %d, want 45: partition 1 is behind and not yet idle", got)
+	}
+	now = now.Add(600 * time.Millisecond) // partition 1 quiet for 1.1 s
+	if got := w.current(); got != 195 {
+		t.Fatalf("watermark %d, want 195: idle partition 1 no longer holds it back", got)
+	}
+	now = now.Add(2 * time.Second) // everything quiet, 2.6 s since the last record
+	if got := w.current(); got != 195+2600 {
+		t.Fatalf("watermark %d, want 195 + 2600: advancing with the wall clock while all is idle", got)
+	}
+	// Processing time: the wall clock.
+	pw := newWatermarks(nil, 1, clock)
+	if got := pw.current(); got != now.UnixMilli()-1 {
+		t.Fatalf("processing-time watermark %d", got)
+	}
+}
+
+func TestEventTimeField(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   string
+		format  TimeFormat
+		want    int64
+		wantErr string
+	}{
+		{name: "millis", value: `{"ts":1722960137000}`, format: TimeEpochMillis, want: 1722960137000},
+		{name: "seconds", value: `{"ts":1722960137.5}`, format: TimeEpochSeconds, want: 1722960137500},
+		{name: "rfc3339", value: `{"ts":"2024-08-06T16:02:17Z"}`, format: TimeRFC3339, want: 1722960137000},
+		{name: "sql", value: `{"ts":"2024-08-06 16:02:17.250"}`, format: TimeSQL, want: 1722960137250},
+		{name: "missing", value: `{"x":1}`, format: TimeEpochMillis, wantErr: "field not found"},
+		{name: "wrong kind", value: `{"ts":"soon"}`, format: TimeEpochMillis, wantErr: "want a number"},
+		{name: "not json", value: `nope`, format: TimeEpochMillis, wantErr: "not JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := record.Record{Value: []byte(tt.value)}
+			err := (&EventTime{Field: []string{"ts"}, Format: tt.format}).stamp(&r)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || r.Timestamp != tt.want {
+				t.Fatalf("timestamp %d, %v; want %d", r.Timestamp, err, tt.want)
+			}
+		})
+	}
+}
+
+// windowCounter is a test event-time operator: it counts records per key
+// and 100 ms tumbling window, and emits "key start count" for each window
+// the watermark closes. It also checks that watermarks never go back.
+type windowCounter struct {
+	counts map[string]map[int64]int
+	last   int64
+	back   *bool
+	mu     *sync.Mutex
+}
+
+func (c *windowCounter) Name() string                { return "window" }
+func (c *windowCounter) Close(context.Context) error { return nil }
+func (c *windowCounter) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+	for _, r := range in {
+		k := string(r.Key)
+		if c.counts[k] == nil {
+			c.counts[k] = map[int64]int{}
+		}
+		c.counts[k][r.Timestamp/100*100]++
+	}
+	return nil
+}
+func (c *windowCounter) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+	if wm < c.last {
+		c.mu.Lock()
+		*c.back = true
+		c.mu.Unlock()
+	}
+	c.last = wm
+	for k, ws := range c.counts {
+		for start, n := range ws {
+			if start+100-1 <= wm {
+				out.Records = append(out.Records, record.Record{Key: out.Arena.Copy([]byte(k)),
+					Value: out.Arena.Copy(fmt.Appendf(nil, "%s %d %d", k, start, n))})
+				delete(ws, start)
+			}
+		}
+	}
+	return nil
+}
+
+// TestEventTimeWindowsFire runs a keyed window operator on two workers over
+// records with an event-time field, out of order within the bound, and
+// checks that every window comes out once with its full count: the last
+// windows close on the final watermark at the end of the input.
+func TestEventTimeWindowsFire(t *testing.T) {
+	const n, keys = 5000, 7
+	var lines []string
+	want := map[string]int{}
+	for i := range n {
+		ts := int64(i) - int64(i%3) // slightly out of order
+		k := fmt.Sprintf("k%d", i%keys)
+		lines = append(lines, fmt.Sprintf(`{"k":%q,"ts":%d}`, k, ts))
+		want[fmt.Sprintf("%s %d", k, ts/100*100)]++
+	}
+	src := NewFileSource("in", writeFile(t, strings.Join(lines, "\n")), FormatJSONLines)
+	var back bool
+	var mu sync.Mutex
+	var out bytes.Buffer
+	p := &Pipeline{
+		Sources: []Source{src},
+		Steps: []Step{keyByStep("by", []string{"k"}), {Name: "window", New: func(context.Context) (Operator, error) {
+			return &windowCounter{counts: map[string]map[int64]int{}, last: math.MinInt64, back: &back, mu: &mu}, nil
+		}}},
+		Sinks:             []Sink{NewWriterSink("out", "buffer", &out, SinkRaw, false)},
+		DeadLetter:        NewDeadLetterWriter("discard", io.Discard, false),
+		BatchSize:         64,
+		Parallelism:       2,
+		EventTime:         []*EventTime{{Field: []string{"ts"}, MaxOutOfOrderness: 5 * time.Millisecond}},
+		WatermarkInterval: 10 * time.Millisecond,
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if back {
+		t.Error("a worker saw its watermark go back")
+	}
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var k string
+		var start int64
+		var c int
+		fmt.Sscanf(line, "%s %d %d", &k, &start, &c)
+		key := fmt.Sprintf("%s %d", k, start)
+		if _, dup := got[key]; dup {
+			t.Fatalf("window %s emitted twice", key)
+		}
+		got[key] = c
+	}
+	if len(got) != len(want) {
+		var missing []string
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		sort.Strings(missing)
+		t.Fatalf("%d windows emitted, want %d; missing %v", len(got), len(want), missing[:min(5, len(missing))])
+	}
+	for k, c := range want {
+		if got[k] != c {
+			t.Errorf("window %s counted %d, want %d", k, got[k], c)
+		}
+	}
+}
