@@ -64,6 +64,12 @@
 //	    start: earliest     # earliest (default) | latest | committed | an RFC 3339 timestamp (not before 1970)
 //	    stop_at: never      # never (default) | latest: end once each partition reaches the end offset it had at start
 //	    format: json        # json (default: values must be JSON) | raw
+//	    event_time:         # any source; absent = processing time (the wall clock is the watermark)
+//	      field: ts         #   dotted JSON path; absent = the record's own timestamp (Kafka's)
+//	      format: epoch_ms  #   epoch_ms (default) | epoch_s | rfc3339 | sql, for field
+//	      max_out_of_orderness: 5s  # watermark = highest event time seen - this, per partition
+//	      idle_timeout: 30s #   a partition quiet this long stops holding the watermark back; 0 = never
+//	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
 //	    type: key_by        # key_by | map | flat_map | filter
@@ -75,6 +81,16 @@
 //	    batch_size: 256     # optional, 1..65536, default engine.batch_size
 //	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)
 //	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
+//	  - name: charge
+//	    type: window        # keyed by the record key (key_by before it)
+//	    kind: tumbling      # tumbling (size) | sliding (size, slide) | session (gap) | count (count) | cumulate (size, step)
+//	    size: 30s
+//	    allowed_lateness: 0s  # late records within this update an emitted window
+//	    emit: on_close      # on_close (default) | on_update | every (with emit_interval)
+//	    key_field: key      # output field for the key, default "key"
+//	    time_format: sql    # window_start/window_end: sql (yyyy-MM-dd HH:mm:ss, default) | epoch_ms | rfc3339
+//	    aggregates:         # at least one; output fields in this order after key, window_start, window_end
+//	      - {func: sum, field: ampere_hour, as: charge_consumed}  # sum|count|avg|min|max|first|last|count_distinct (exact: N)
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka

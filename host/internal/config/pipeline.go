@@ -23,16 +23,17 @@ var (
 	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
 
 	sourceFields = map[SourceType][]string{
-		SourceFile:      {"name", "type", "path", "format"},
-		SourceStdin:     {"name", "type", "format"},
-		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields"},
-		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "start", "stop_at", "format"},
+		SourceFile:      {"name", "type", "path", "format", "event_time"},
+		SourceStdin:     {"name", "type", "format", "event_time"},
+		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields", "event_time"},
+		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "start", "stop_at", "format", "event_time"},
 	}
 	operatorFields = map[OperatorType][]string{
 		OperatorKeyBy:   {"name", "type", "field"},
 		OperatorMap:     pluginFields,
 		OperatorFlatMap: pluginFields,
 		OperatorFilter:  pluginFields,
+		OperatorWindow:  windowFields,
 	}
 	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout"}
 	sinkFields   = map[SinkType][]string{
@@ -62,7 +63,7 @@ var (
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
-	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow)}
 	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
 	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
@@ -242,6 +243,7 @@ func (d *decoder) source(n *yaml.Node, i int) (Source, bool) {
 	case SourceKafka:
 		d.kafkaSource(o, &s)
 	}
+	d.eventTime(o, &s)
 	o.finish(sourceFields[s.Type], union(sourceFields, sourceTypes), o.kindOf(typ, "sources", "type"))
 	return s, true
 }
@@ -430,6 +432,8 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		if v, st := o.duration("timeout"); st == good {
 			op.Timeout = v
 		}
+	case op.Type == OperatorWindow:
+		d.window(o, &op)
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true

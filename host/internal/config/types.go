@@ -94,6 +94,7 @@ const (
 	OperatorMap     OperatorType = "map"      // plugin: one record in, one record out
 	OperatorFlatMap OperatorType = "flat_map" // plugin: one record in, zero or more out
 	OperatorFilter  OperatorType = "filter"   // plugin: one record in, kept or dropped
+	OperatorWindow  OperatorType = "window"   // keyed windows with built-in aggregates
 )
 
 // IsPlugin reports whether operators of type t run a Wasm plugin.
@@ -312,6 +313,10 @@ type Source struct {
 	Start          StartPosition // default StartEarliest
 	StartTimestamp int64         // StartTimestamp: epoch milliseconds, >= 0; 0 otherwise
 	StopAt         StopAt        // default StopNever
+
+	// file, stdin, generator, kafka: nil = processing time (the wall clock
+	// is the watermark)
+	EventTime *EventTimeSpec
 }
 
 // GenField is one field of the records a generator source produces.
@@ -365,6 +370,9 @@ type Operator struct {
 	BatchSize        int           // records per plugin call; defaults to Engine.BatchSize
 	MemoryLimitPages int           // 64 KiB Wasm pages, 1..MaxMemoryLimitPages, default DefaultMemoryLimitPages
 	Timeout          time.Duration // per-batch deadline; 0 = none
+
+	// window
+	Window Window
 }
 
 // Sink is one output of the pipeline. Which fields are meaningful depends

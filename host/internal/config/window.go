@@ -1,0 +1,233 @@
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// WindowKind is the kind of a window operator.
+type WindowKind string
+
+// Window kinds.
+const (
+	WindowTumbling WindowKind = "tumbling" // fixed, non-overlapping windows of size
+	WindowSliding  WindowKind = "sliding"  // windows of size starting every slide (hop)
+	WindowSession  WindowKind = "session"  // a key's records less than gap apart
+	WindowCount    WindowKind = "count"    // every count records of a key
+	WindowCumulate WindowKind = "cumulate" // windows growing by step up to size, as Flink's CUMULATE
+)
+
+// Emit modes of window operators.
+const (
+	EmitOnClose  = "on_close"  // once, when the watermark passes the window's end (default)
+	EmitOnUpdate = "on_update" // after every record that changes the window
+	EmitEvery    = "every"     // every emit_interval of processing time, and at the close
+)
+
+// Window time formats, for window_start and window_end.
+const (
+	WindowTimeSQL     = "sql"      // yyyy-MM-dd HH:mm:ss, UTC, as Flink SQL prints TIMESTAMP(3) (default)
+	WindowTimeEpochMS = "epoch_ms" // milliseconds since the epoch
+	WindowTimeRFC3339 = "rfc3339"  // RFC 3339, UTC
+)
+
+// Aggregate functions of window operators.
+var aggregateFuncs = []string{"sum", "count", "avg", "min", "max", "first", "last", "count_distinct"}
+
+// Window holds a window operator's settings.
+type Window struct {
+	Kind            WindowKind
+	Size            time.Duration // tumbling, sliding, cumulate
+	Slide           time.Duration // sliding
+	Step            time.Duration // cumulate
+	Gap             time.Duration // session
+	Count           int64         // count
+	AllowedLateness time.Duration // late records within this update closed windows; default 0
+	Emit            string        // EmitOnClose (default), EmitOnUpdate or EmitEvery
+	EmitInterval    time.Duration // EmitEvery: > 0
+	KeyField        string        // output field holding the key, default "key"
+	TimeFormat      string        // WindowTime…, default WindowTimeSQL
+	Aggregates      []AggregateSpec
+}
+
+// AggregateSpec is one built-in aggregate of a window operator.
+type AggregateSpec struct {
+	Meta
+	Func  string   // one of sum, count, avg, min, max, first, last, count_distinct
+	Field string   // dotted JSON path, as written; empty for count(*)
+	Path  []string // Field split at the dots
+	As    string   // output field name
+	Exact int      // count_distinct: exact up to this many values, then approximate; 0 = the operator's default
+}
+
+// EventTimeSpec says where a source's event time comes from and how its
+// watermarks follow it.
+type EventTimeSpec struct {
+	Meta
+	Field             string   // dotted JSON path; "" = the record's own timestamp
+	Path              []string // Field split at the dots
+	Format            string   // epoch_ms (default) | epoch_s | rfc3339 | sql
+	MaxOutOfOrderness time.Duration
+	IdleTimeout       time.Duration // 0 = a quiet partition always holds the watermark
+	IdleAdvance       bool          // advance with the wall clock when every partition is idle
+}
+
+var (
+	windowFields = []string{"name", "type", "kind", "size", "slide", "step", "gap", "count", "allowed_lateness",
+		"emit", "emit_interval", "key_field", "time_format", "aggregates"}
+	windowKinds     = []string{string(WindowTumbling), string(WindowSliding), string(WindowSession), string(WindowCount), string(WindowCumulate)}
+	emitModes       = []string{EmitOnClose, EmitOnUpdate, EmitEvery}
+	windowTimes     = []string{WindowTimeSQL, WindowTimeEpochMS, WindowTimeRFC3339}
+	aggregateFields = []string{"func", "field", "as", "exact"}
+	eventTimeFields = []string{"field", "format", "max_out_of_orderness", "idle_timeout", "idle_advance"}
+	eventTimeFormat = []string{"epoch_ms", "epoch_s", "rfc3339", "sql"}
+	// kindNeeds lists the size fields each kind requires; the others must
+	// be absent.
+	kindNeeds = map[WindowKind][]string{
+		WindowTumbling: {"size"},
+		WindowSliding:  {"size", "slide"},
+		WindowSession:  {"gap"},
+		WindowCount:    {"count"},
+		WindowCumulate: {"size", "step"},
+	}
+)
+
+// window decodes a window operator's fields.
+func (d *decoder) window(o *object, op *Operator) {
+	w := &op.Window
+	w.Emit, w.KeyField, w.TimeFormat = EmitOnClose, "key", WindowTimeSQL
+	k, kst := o.enum("kind", windowKinds...)
+	if kst == absent {
+		o.missing("kind")
+	}
+	w.Kind = WindowKind(k)
+	durs := map[string]*time.Duration{"size": &w.Size, "slide": &w.Slide, "step": &w.Step, "gap": &w.Gap}
+	for _, f := range []string{"size", "slide", "step", "gap"} {
+		if v, st := o.duration(f); st == good {
+			if v <= 0 {
+				o.fail(f, o.get(f, kString), "must be positive")
+			}
+			*durs[f] = v
+		}
+	}
+	if v, st := o.int("count", 1, 1<<40); st == good {
+		w.Count = v
+	}
+	if kst == good {
+		needs := kindNeeds[w.Kind]
+		for _, f := range []string{"size", "slide", "step", "gap", "count"} {
+			given := o.get(f, kNode) != nil
+			switch {
+			case contains(needs, f) && !given:
+				o.missingf("a %s window needs %q", w.Kind, f)
+			case !contains(needs, f) && given:
+				o.fail(f, o.get(f, kNode), "does not apply to a %s window (it takes %v)", w.Kind, needs)
+			}
+		}
+		if w.Kind == WindowSliding && w.Slide > w.Size && w.Size > 0 {
+			o.fail("slide", o.get("slide", kString), "slide %v is longer than size %v: records between windows would be lost", w.Slide, w.Size)
+		}
+		if w.Kind == WindowCumulate && w.Step > 0 && w.Size%w.Step != 0 {
+			o.fail("step", o.get("step", kString), "size %v must be a whole number of steps %v", w.Size, w.Step)
+		}
+	}
+	if v, st := o.duration("allowed_lateness"); st == good {
+		w.AllowedLateness = v
+	}
+	if e, st := o.enum("emit", emitModes...); st == good {
+		w.Emit = e
+	}
+	if v, st := o.duration("emit_interval"); st == good {
+		w.EmitInterval = v
+	}
+	switch {
+	case w.Emit == EmitEvery && w.EmitInterval <= 0:
+		o.missingf("emit: every needs a positive %q", "emit_interval")
+	case w.Emit != EmitEvery && o.get("emit_interval", kNode) != nil:
+		o.fail("emit_interval", o.get("emit_interval", kNode), "only applies with emit: every")
+	}
+	if s, st := o.nonEmpty("key_field"); st == good {
+		w.KeyField = s
+	}
+	if s, st := o.enum("time_format", windowTimes...); st == good {
+		w.TimeFormat = s
+	}
+	items, st := o.list("aggregates")
+	if st == absent || (st == good && len(items) == 0) {
+		o.missingf("a window needs at least one entry in %q", "aggregates")
+	}
+	seen := map[string]bool{w.KeyField: true, "window_start": true, "window_end": true}
+	for i, n := range items {
+		a := AggregateSpec{}
+		ao := d.object(n, op.Pos, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), "", &a.Meta, false)
+		if ao == nil {
+			continue
+		}
+		if f, fst := ao.enum("func", aggregateFuncs...); fst == absent {
+			ao.missing("func")
+		} else if fst == good {
+			a.Func = f
+		}
+		if s, fst := ao.str("field"); fst == good {
+			if segs, err := splitFieldPath(s); err != nil {
+				ao.fail("field", ao.get("field", kString), "invalid field path %q: %v", s, err)
+			} else {
+				a.Field, a.Path = s, segs
+			}
+		} else if fst == absent && a.Func != "" && a.Func != "count" {
+			ao.missingf("%s needs a %q", a.Func, "field")
+		}
+		if s, ast := ao.nonEmpty("as"); ast == absent {
+			ao.missing("as")
+		} else if ast == good {
+			if seen[s] {
+				ao.fail("as", ao.get("as", kString), "output field %q is already used (by the key, window bounds or another aggregate)", s)
+			}
+			seen[s], a.As = true, s
+		}
+		if v, est := ao.int("exact", 1, 1<<16); est == good {
+			if a.Func != "count_distinct" {
+				ao.fail("exact", ao.get("exact", kNode), "only applies to count_distinct")
+			}
+			a.Exact = int(v)
+		}
+		ao.finish(aggregateFields, aggregateFields, "")
+		w.Aggregates = append(w.Aggregates, a)
+	}
+}
+
+// eventTime decodes a source's event_time block.
+func (d *decoder) eventTime(o *object, s *Source) {
+	n := o.get("event_time", kNode)
+	if n == nil {
+		return
+	}
+	et := &EventTimeSpec{Format: "epoch_ms"}
+	eo := d.object(n, s.Pos, o.path("event_time"), joinEnv(o.env, "event_time"), &et.Meta, true)
+	if eo == nil {
+		return
+	}
+	if f, st := eo.str("field"); st == good {
+		if segs, err := splitFieldPath(f); err != nil {
+			eo.fail("field", eo.get("field", kString), "invalid field path %q: %v", f, err)
+		} else {
+			et.Field, et.Path = f, segs
+		}
+	}
+	if f, st := eo.enum("format", eventTimeFormat...); st == good {
+		if et.Field == "" {
+			eo.fail("format", eo.get("format", kString), "only applies with a field")
+		}
+		et.Format = f
+	}
+	for name, dst := range map[string]*time.Duration{"max_out_of_orderness": &et.MaxOutOfOrderness, "idle_timeout": &et.IdleTimeout} {
+		if v, st := eo.duration(name); st == good {
+			*dst = v
+		}
+	}
+	if b, st := eo.bool("idle_advance"); st == good {
+		et.IdleAdvance = b
+	}
+	eo.finish(eventTimeFields, eventTimeFields, "")
+	s.EventTime = et
+}
