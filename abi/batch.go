@@ -135,6 +135,10 @@ type BatchReader struct {
 	off   int
 	count uint32
 	read  uint32
+	// open is set for the records of an add group (AggAddReader): the
+	// frame goes on after the last record, so Next does not reject the
+	// bytes that follow it.
+	open bool
 }
 
 // Reset starts decoding frame and returns its record count.
@@ -162,7 +166,7 @@ func (r *BatchReader) Len() int { return int(r.count) }
 // error descriptions to a cold path.
 func (r *BatchReader) Next(rec *InRecord) (bool, error) {
 	if r.read >= r.count {
-		if r.off != len(r.buf) {
+		if r.off != len(r.buf) && !r.open {
 			return false, &FrameError{Offset: r.off, What: fmt.Sprintf("%d bytes after the last record", len(r.buf)-r.off)}
 		}
 		return false, nil

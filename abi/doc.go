@@ -7,7 +7,7 @@
 // string literals. ABI.md beside this file specifies the same contract for
 // guest languages other than Go.
 //
-// The package has two halves:
+// The package has three parts:
 //
 //   - names.go: the versioned export and import names, entry kinds and
 //     status codes.
@@ -15,6 +15,9 @@
 //     and of a call's output (guest to host), with an encoder and a
 //     non-allocating decoder for each. Decoders never panic on malformed
 //     input; they return an error naming the offset where the frame broke.
+//   - aggregate.go: the frames of the aggregate operation (add, merge and
+//     result calls and their outputs), with encoders and non-allocating,
+//     non-panicking decoders in the same style.
 //
 // All types here are plain values without internal synchronisation. A
 // reader or writer must be used by one goroutine at a time.

@@ -15,8 +15,8 @@ const VersionExportPrefix = "weir_abi_v"
 
 // Exports a guest module provides. ExportVersion and ExportAlloc and
 // ExportInit are required of every module; an operator additionally requires
-// the export for its kind (ExportMap, ExportFlatMap or ExportFilter).
-// ExportGC is optional.
+// the export for its kind (ExportMap, ExportFlatMap or ExportFilter, or all
+// four AggregateExports for an aggregate operator). ExportGC is optional.
 const (
 	// ExportVersion is the version marker: () -> ().
 	ExportVersion = "weir_abi_v1"
@@ -44,6 +44,30 @@ const (
 	// first when a module exports it.
 	ExportInitialize = "_initialize"
 )
+
+// The exports of the aggregate operation (see aggregate.go for their
+// frames). A module implements aggregate when it exports all four; it may
+// implement map, flat_map or filter as well, or none of them.
+const (
+	// ExportAggCreate returns a fresh accumulator: () -> (u64), the result
+	// packing the accumulator's bytes. It must be pure: the host calls it
+	// once per worker and copies its bytes for every new group.
+	ExportAggCreate = "weir_agg_create"
+	// ExportAggAdd folds records into accumulators: (ptr u32, len u32) ->
+	// (u64), taking an add frame and returning an add output frame.
+	ExportAggAdd = "weir_agg_add"
+	// ExportAggMerge merges pairs of accumulators: (ptr u32, len u32) ->
+	// (u64), taking a merge frame and returning a value output frame.
+	ExportAggMerge = "weir_agg_merge"
+	// ExportAggResult turns accumulators into result values: (ptr u32,
+	// len u32) -> (u64), taking a result frame and returning a value output
+	// frame.
+	ExportAggResult = "weir_agg_result"
+)
+
+// AggregateExports lists the exports of the aggregate operation, in the
+// order of its lifecycle.
+var AggregateExports = [...]string{ExportAggCreate, ExportAggAdd, ExportAggMerge, ExportAggResult}
 
 // GCEveryCalls is the largest number of batch calls the host makes between
 // two ExportGC calls.
@@ -127,6 +151,12 @@ const (
 	OpMap Op = iota + 1
 	OpFlatMap
 	OpFilter
+	// OpAggregate is the aggregate operation. It is not a batch operation
+	// and not in Ops: its calls take the frames of aggregate.go, not batch
+	// and output frames, and CheckOrder does not apply to it. Its Export is
+	// ExportAggAdd, the call that carries records; the operation needs all
+	// of AggregateExports.
+	OpAggregate
 )
 
 // String returns the operator name used in pipeline config.
@@ -138,6 +168,8 @@ func (o Op) String() string {
 		return "flat_map"
 	case OpFilter:
 		return "filter"
+	case OpAggregate:
+		return "aggregate"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
@@ -151,11 +183,14 @@ func (o Op) Export() string {
 		return ExportFlatMap
 	case OpFilter:
 		return ExportFilter
+	case OpAggregate:
+		return ExportAggAdd
 	}
 	return ""
 }
 
-// Ops lists every batch operation, in a stable order.
+// Ops lists every batch operation, in a stable order. OpAggregate is not a
+// batch operation and is not listed.
 var Ops = [...]Op{OpMap, OpFlatMap, OpFilter}
 
 // ParseVersionExport reports whether name is a version marker export and,

@@ -23,6 +23,11 @@ func TestDirectivesMatchABI(t *testing.T) {
 		"exportFlatMap": abi.ExportFlatMap,
 		"exportFilter":  abi.ExportFilter,
 		"exportGC":      abi.ExportGC,
+
+		"exportAggCreate": abi.ExportAggCreate,
+		"exportAggAdd":    abi.ExportAggAdd,
+		"exportAggMerge":  abi.ExportAggMerge,
+		"exportAggResult": abi.ExportAggResult,
 	}
 	wantImports := map[string]string{
 		"hostLog":         abi.ImportModule + " " + abi.ImportLog,
@@ -40,6 +45,16 @@ func TestDirectivesMatchABI(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("no export implements %v (%s)", op, op.Export())
+		}
+	}
+
+	for _, name := range abi.AggregateExports {
+		found := false
+		for _, n := range wantExports {
+			found = found || n == name
+		}
+		if !found {
+			t.Errorf("no export implements %s", name)
 		}
 	}
 

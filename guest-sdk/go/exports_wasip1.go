@@ -74,6 +74,37 @@ func exportFlatMap(ptr, n uint32) uint64 { return runBatch(abi.OpFlatMap, ptr, n
 //go:wasmexport weir_filter
 func exportFilter(ptr, n uint32) uint64 { return runBatch(abi.OpFilter, ptr, n) }
 
+// The aggregate exports. weir_agg_create has no way to report an error but
+// to trap: in a module without a registered aggregate it panics, so that
+// the host, which calls it when it loads an aggregate operator, refuses the
+// module with the panic's message.
+
+//go:wasmexport weir_agg_create
+func exportAggCreate() uint64 {
+	acc, err := aggProc.create()
+	if err != nil {
+		panic("weir: " + abi.ExportAggCreate + ": " + err.Error())
+	}
+	return abi.Pack(addr(acc), uint32(len(acc)))
+}
+
+func runAgg(fn func(*aggProcessor, []byte) ([]byte, error), ptr, n uint32) uint64 {
+	out, err := fn(&aggProc, inputFrame(ptr, n))
+	if err != nil {
+		panic(err)
+	}
+	return abi.Pack(addr(out), uint32(len(out)))
+}
+
+//go:wasmexport weir_agg_add
+func exportAggAdd(ptr, n uint32) uint64 { return runAgg((*aggProcessor).add, ptr, n) }
+
+//go:wasmexport weir_agg_merge
+func exportAggMerge(ptr, n uint32) uint64 { return runAgg((*aggProcessor).merge, ptr, n) }
+
+//go:wasmexport weir_agg_result
+func exportAggResult(ptr, n uint32) uint64 { return runAgg((*aggProcessor).result, ptr, n) }
+
 // exportGC gives the Go runtime the scheduling point it needs to run the
 // garbage collector between export calls.
 //

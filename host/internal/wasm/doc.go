@@ -21,7 +21,8 @@
 // Load checks the bytes are Wasm, compiles them, and validates the module
 // statically: it must export abi.ExportVersion (a module declaring another
 // version is rejected with ErrABIVersion), abi.ExportAlloc, abi.ExportInit
-// and the export of the operator's abi.Op, each with its ABI signature, and
+// and the export of the operator's abi.Op (for abi.OpAggregate, all of
+// abi.AggregateExports), each with its ABI signature, and
 // import only functions weir provides, with their signatures: WASI preview
 // 1, the host functions of abi.ImportModule, and env.abort (AssemblyScript).
 // Every error names the operator and the module's path and wraps a
@@ -117,4 +118,29 @@
 // closes the instance when it expires. Canceling the context passed to
 // Process interrupts a call only for plugins with a Timeout; it is fatal
 // (Process returns the context's error), not a trap.
+//
+// # Aggregate
+//
+// A plugin loaded with abi.OpAggregate runs through AggCreate, AggAdd,
+// AggMerge and AggResult instead of Process (which, like the Agg methods
+// on another operation's plugin, returns an ErrConfig error). The Worker
+// calls weir_agg_create once, when its first instance is made, and
+// AggCreate hands out that accumulator; a failure there fails Load or
+// NewWorker with ErrInit. AggAdd encodes its groups into one add frame
+// (abi.AppendAggGroup and the batch record encoders) in the same reused
+// buffer and guest region as Process, calls weir_agg_add with
+// CallWithStack, decodes the add output frame (abi.AggAddOutputReader),
+// checks it against the call, and copies each new accumulator into the
+// AggOutput's arena; rejected records become dead letters with Reason
+// "aggregate error: <message>". Merge and result calls work the same way,
+// with frames of accumulators (abi.AppendAcc) and value output frames
+// (abi.AggValueReader). State is not available to aggregate calls.
+//
+// Failures are handled as for Process: the instance is replaced and
+// nothing of the call is kept. An add call is run again one group at a
+// time, and a group that fails alone one record at a time, threading its
+// accumulator: a record that fails alone becomes a dead letter with the
+// failure's reason and leaves the accumulator as it was. A merge or
+// result call is run again one input at a time, and an input that fails
+// alone gets the failure's reason as its AggValue.Err.
 package wasm

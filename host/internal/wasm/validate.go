@@ -58,6 +58,8 @@ var (
 	sigVoid  = Signature{}
 	sigAlloc = Signature{Params: []api.ValueType{i32}, Results: []api.ValueType{i32}}
 	sigCall  = Signature{Params: []api.ValueType{i32, i32}, Results: []api.ValueType{i64}}
+	// sigCreate is weir_agg_create's: no input, a packed accumulator out.
+	sigCreate = Signature{Results: []api.ValueType{i64}}
 )
 
 // exportSignature returns the signature ABI v1 requires of the export
@@ -68,8 +70,11 @@ func exportSignature(name string) (Signature, bool) {
 		return sigVoid, true
 	case abi.ExportAlloc:
 		return sigAlloc, true
-	case abi.ExportInit, abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter:
+	case abi.ExportInit, abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter,
+		abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult:
 		return sigCall, true
+	case abi.ExportAggCreate:
+		return sigCreate, true
 	}
 	return Signature{}, false
 }
@@ -149,19 +154,24 @@ func (s *shape) problems(provided map[string]map[string]Signature, ops ...abi.Op
 	var ps []string
 	required := []string{abi.ExportAlloc, abi.ExportInit}
 	for _, op := range ops {
-		required = append(required, op.Export())
+		required = append(required, opExports(op)...)
 	}
 	for _, name := range required {
 		if _, ok := s.exports[name]; !ok {
 			p := "missing export " + name
-			if slices.Contains(ops, opOfExport(name)) {
-				p += fmt.Sprintf(" (the operator is a %s)", opOfExport(name))
+			if op := opOfExport(name); slices.Contains(ops, op) {
+				article := "a"
+				if op == abi.OpAggregate {
+					article = "an"
+				}
+				p += fmt.Sprintf(" (the operator is %s %s)", article, op)
 			}
 			ps = append(ps, p)
 		}
 	}
 	if len(ops) == 0 && len(s.implementedOps()) == 0 {
-		ps = append(ps, fmt.Sprintf("exports none of %s, %s, %s", abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter))
+		ps = append(ps, fmt.Sprintf("exports none of %s, %s, %s, nor all of the aggregate exports %s",
+			abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter, strings.Join(abi.AggregateExports[:], ", ")))
 	}
 	names := make([]string, 0, len(s.exports))
 	for name := range s.exports {
@@ -185,8 +195,9 @@ func (s *shape) problems(provided map[string]map[string]Signature, ops ...abi.Op
 	return ps
 }
 
-// implementedOps returns the batch operations s exports with the right
-// signature.
+// implementedOps returns the operations s exports with the right
+// signatures: the batch operations, then aggregate when it exports all of
+// abi.AggregateExports.
 func (s *shape) implementedOps() []abi.Op {
 	var ops []abi.Op
 	for _, op := range abi.Ops {
@@ -194,7 +205,24 @@ func (s *shape) implementedOps() []abi.Op {
 			ops = append(ops, op)
 		}
 	}
+	agg := true
+	for _, name := range abi.AggregateExports {
+		want, _ := exportSignature(name)
+		sig, ok := s.exports[name]
+		agg = agg && ok && sig.Equal(want)
+	}
+	if agg {
+		ops = append(ops, abi.OpAggregate)
+	}
 	return ops
+}
+
+// opExports returns the exports operation op requires.
+func opExports(op abi.Op) []string {
+	if op == abi.OpAggregate {
+		return abi.AggregateExports[:]
+	}
+	return []string{op.Export()}
 }
 
 func opOfExport(name string) abi.Op {
@@ -202,6 +230,9 @@ func opOfExport(name string) abi.Op {
 		if op.Export() == name {
 			return op
 		}
+	}
+	if slices.Contains(abi.AggregateExports[:], name) {
+		return abi.OpAggregate
 	}
 	return 0
 }

@@ -47,6 +47,7 @@ type Worker struct {
 	rejected []bool
 
 	dec     decoder
+	agg     aggWorker // aggregate plugins only
 	limiter logLimiter
 	stats   workerStats
 	closed  bool
@@ -60,6 +61,7 @@ type instance struct {
 	op    api.Function
 	gc    api.Function // nil when the module does not export weir_gc
 	out   *guestOutput
+	agg   aggExports // aggregate plugins only
 }
 
 // Stats are a Worker's counters since it was made.
@@ -146,6 +148,12 @@ func (w *Worker) instantiate(ctx context.Context) error {
 	if err := w.initialize(ctx); err != nil {
 		w.dropInstance(ctx)
 		return err
+	}
+	if p.cfg.Op == abi.OpAggregate {
+		if err := w.aggInstantiated(ctx); err != nil {
+			w.dropInstance(ctx)
+			return err
+		}
 	}
 	w.ninst++
 	if w.ninst > 1 {
@@ -307,6 +315,9 @@ func (w *Worker) dropInstance(ctx context.Context) {
 func (w *Worker) Process(ctx context.Context, in []record.Record, out *Output) error {
 	if w.closed {
 		return w.p.cfg.errorf(ErrClosed, nil, "worker closed")
+	}
+	if w.p.cfg.Op == abi.OpAggregate {
+		return w.p.cfg.errorf(ErrConfig, nil, "Process runs batch operations; an %s plugin runs with AggAdd", abi.OpAggregate)
 	}
 	for len(in) > abi.MaxBatchRecords {
 		if err := w.Process(ctx, in[:abi.MaxBatchRecords], out); err != nil {
