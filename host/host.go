@@ -79,6 +79,15 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
+		if op.Type == config.OperatorWindow {
+			// Build one now, so a window the operator rejects is a load error.
+			wo, err := p.windowStep(op).New(ctx)
+			if err != nil {
+				return nil, &loadError{kind: ErrConfig, err: err}
+			}
+			wo.Close(ctx)
+			continue
+		}
 		if !op.Type.IsPlugin() {
 			continue
 		}

@@ -74,7 +74,8 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 // worker per plugin operator.
 func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), err error) {
 	cfg := p.cfg
-	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth, Parallelism: cfg.Engine.Parallelism}
+	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth,
+		Parallelism: cfg.Engine.Parallelism, EventTime: p.eventTimes()}
 	stop = func() {}
 	var cc kafka.ClientConfig
 	if cfg.UsesKafka() {
@@ -113,6 +114,10 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
+		if op.Type == config.OperatorWindow {
+			ep.Steps = append(ep.Steps, p.windowStep(op))
+			continue
+		}
 		if op.Type == config.OperatorKeyBy {
 			st.KeyBy = true
 			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }

@@ -24,6 +24,8 @@ type batch struct {
 	// positions holds, per source partition, the highest offset in the
 	// batch, for sources that commit (see Acker).
 	positions []Position
+	// announce lists partitions the source began to read (see Out.Announce).
+	announce []partKey
 	// ack counts what is outstanding on the batch: the dispatcher's hold,
 	// one per live piece, and the sinks' asynchronous work. The batch
 	// completes when it reaches zero.
@@ -129,6 +131,7 @@ func (b *batch) reset() {
 	clear(b.dead)
 	b.dead = b.dead[:0]
 	b.positions = b.positions[:0]
+	b.announce = b.announce[:0]
 	for _, pc := range b.pieces {
 		pc.reset()
 		piecePool.Put(pc)

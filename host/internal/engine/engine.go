@@ -284,8 +284,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			if hard.Err() != nil {
 				continue // drain so sources are never stuck; nothing more is processed
 			}
+			wms.announce(b.source, b.announce)
 			wms.observe(b.source, b.records)
 			b.ack.reset(func(err error) { complete(b, err) })
+			if len(b.records) == 0 && len(b.dead) == 0 {
+				b.ack.Done(nil) // only announcements: nothing to process
+				continue
+			}
 			pc := b.newPiece(b.records)
 			pc.dead = append(pc.dead, b.dead...)
 			rr++

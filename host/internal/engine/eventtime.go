@@ -132,6 +132,21 @@ func newWatermarks(ets []*EventTime, sources int, now func() time.Time) *waterma
 	return w
 }
 
+// announce notes partitions source i began to read, which hold the
+// watermark back until they show a record or go idle.
+func (w *watermarks) announce(i int, parts []partKey) {
+	s := w.sources[i]
+	if s.et == nil {
+		return
+	}
+	now := w.now()
+	for _, k := range parts {
+		if s.parts[k] == nil {
+			s.parts[k] = &partTime{max: NoWatermark, lastSeen: now}
+		}
+	}
+}
+
 // observe notes the event times of a batch from source i.
 func (w *watermarks) observe(i int, recs []record.Record) {
 	s := w.sources[i]
@@ -179,6 +194,10 @@ func (s *sourceTime) watermark(now time.Time) int64 {
 			continue
 		}
 		active = true
+		if p.max == NoWatermark {
+			wm = NoWatermark // announced, and nothing shown yet
+			continue
+		}
 		wm = min(wm, p.max-ooo)
 	}
 	switch {

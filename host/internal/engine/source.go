@@ -105,6 +105,21 @@ func (b *batch) track(o record.Origin) {
 	b.positions = append(b.positions, Position{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
 }
 
+// Announce tells the pipeline that the source now reads a partition, before
+// any of its records arrive. An event-time source should announce each
+// partition it is assigned: until a partition has shown a record (or gone
+// idle), it holds the watermark back, so that its first records are not
+// late only because another partition was read first.
+func (o *Out) Announce(topic string, partition int32) error {
+	if o.cur == nil {
+		if err := o.take(); err != nil {
+			return err
+		}
+	}
+	o.cur.announce = append(o.cur.announce, partKey{topic, partition})
+	return nil
+}
+
 // Pending returns the number of records in the batch not yet sent.
 func (o *Out) Pending() int {
 	if o.cur == nil {
@@ -116,7 +131,7 @@ func (o *Out) Pending() int {
 // Flush sends the current batch, if it holds anything.
 func (o *Out) Flush() error {
 	b := o.cur
-	if b == nil || (len(b.records) == 0 && len(b.dead) == 0) {
+	if b == nil || (len(b.records) == 0 && len(b.dead) == 0 && len(b.announce) == 0) {
 		return nil
 	}
 	o.cur = nil

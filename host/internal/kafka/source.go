@@ -202,6 +202,8 @@ type Source struct {
 	// mu guards parts, changed and closing.
 	mu    sync.Mutex
 	parts map[srcTP]*srcPart
+	// assigned holds partitions assigned since Run last announced them.
+	assigned []srcTP
 	// changed is closed, and set to nil, when an in-flight batch of any
 	// partition completes; a revocation waiting for batches creates it.
 	changed chan struct{}
@@ -355,6 +357,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.ConsumeStartOffset(start),
@@ -444,6 +447,15 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 			// Whatever this poll returned was never handed out, so
 			// it is not committed and will be read again.
 			return finish()
+		}
+		s.mu.Lock()
+		announce := s.assigned
+		s.assigned = nil
+		s.mu.Unlock()
+		for _, tp := range announce {
+			if err := out.Announce(tp.topic, tp.partition); err != nil {
+				return err
+			}
 		}
 		var fatal error
 		fs.EachError(func(topic string, partition int32, err error) {
@@ -758,6 +770,19 @@ func (s *Source) commitLocked(ctx context.Context, only map[string][]int32) erro
 // onRevoked runs in the group's rebalance, while Run is not handing out
 // records (BlockRebalanceOnPoll): it waits for the revoked partitions'
 // in-flight batches, commits what is complete and gives them up.
+// onAssigned queues newly assigned partitions for Run to announce to the
+// pipeline (engine.Out.Announce) before their first records, so that an
+// event-time pipeline's watermark waits for them.
+func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for topic, parts := range assigned {
+		for _, p := range parts {
+			s.assigned = append(s.assigned, srcTP{topic, p})
+		}
+	}
+}
+
 func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	if len(revoked) == 0 {
 		return

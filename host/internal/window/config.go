@@ -1,0 +1,376 @@
+package window
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/state"
+)
+
+// Kind is the shape of the windows an Operator assigns records to. The zero
+// Kind is not a kind: Config.Kind must be set.
+type Kind uint8
+
+// The window kinds.
+const (
+	// Tumbling windows are [k·Size, (k+1)·Size): fixed, aligned to the Unix
+	// epoch, not overlapping.
+	Tumbling Kind = iota + 1
+	// Sliding (hopping) windows are [k·Slide - Size, k·Slide): Size long,
+	// one starting every Slide.
+	Sliding
+	// Session windows group a key's records whose event times lie less than
+	// Gap apart (see the package documentation for the exact rule).
+	Session
+	// Count windows hold Count records of one key, in arrival order.
+	Count
+	// Cumulate windows, as Flink SQL's CUMULATE, grow by Slide (the step)
+	// from the start of each Size-long period: [p, p+Slide), [p, p+2·Slide),
+	// … [p, p+Size).
+	Cumulate
+)
+
+var kindNames = [...]string{"", "tumbling", "sliding", "session", "count", "cumulate"}
+
+// String returns the kind's lower-case name, such as "sliding".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// EmitMode says when an Operator emits a window's result.
+type EmitMode uint8
+
+// The emit modes.
+const (
+	// OnClose emits each window once, when the watermark closes it (count
+	// windows: on their last record), and again for each update within the
+	// allowed lateness.
+	OnClose EmitMode = iota
+	// Every emits, besides OnClose's results, early results: every
+	// Config.EmitInterval of processing time, the current result of each
+	// open window changed since the last early result, as Flink's
+	// ContinuousProcessingTimeTrigger.
+	Every
+	// OnUpdate emits a window's current result after each Process call that
+	// changed it, and nothing when it closes: the last result emitted is
+	// the final one.
+	OnUpdate
+)
+
+// String returns the mode's name: "on_close", "every" or "on_update".
+func (m EmitMode) String() string {
+	switch m {
+	case OnClose:
+		return "on_close"
+	case Every:
+		return "every"
+	case OnUpdate:
+		return "on_update"
+	}
+	return fmt.Sprintf("emit(%d)", uint8(m))
+}
+
+// Func is a built-in aggregate function. The zero Func is not a function.
+type Func uint8
+
+// The built-in aggregate functions.
+const (
+	// AggSum adds a numeric field.
+	AggSum Func = iota + 1
+	// AggCount counts records; with a Field, the records where the field is
+	// present and not null.
+	AggCount
+	// AggAvg is the mean of a numeric field, always a float.
+	AggAvg
+	// AggMin is the smallest value of a numeric field.
+	AggMin
+	// AggMax is the largest value of a numeric field.
+	AggMax
+	// AggFirst is the field's value in the record with the earliest event time
+	// (the first to arrive among equal times); with no Field, the whole
+	// record value.
+	AggFirst
+	// AggLast is the field's value in the record with the latest event time
+	// (the last to arrive among equal times); with no Field, the whole
+	// record value.
+	AggLast
+	// AggCountDistinct counts the field's distinct values, exactly up to
+	// Aggregate.Exact of them, then approximately with a HyperLogLog.
+	AggCountDistinct
+)
+
+var funcNames = [...]string{"", "sum", "count", "avg", "min", "max", "first", "last", "count_distinct"}
+
+// String returns the function's lower-case name, such as "count_distinct".
+func (f Func) String() string {
+	if int(f) < len(funcNames) && f != 0 {
+		return funcNames[f]
+	}
+	return fmt.Sprintf("func(%d)", uint8(f))
+}
+
+// Aggregate is one built-in aggregate computed per window.
+type Aggregate struct {
+	Func Func
+	// Field is the JSON path of the aggregated field in the record value:
+	// {"a","b"} is field b of field a. AggCount, AggFirst and AggLast may leave it
+	// empty; the other functions need it.
+	Field []string
+	// As names the aggregate's field in the output object.
+	As string
+	// Exact is, for AggCountDistinct, how many distinct values are counted
+	// exactly before switching to the HyperLogLog estimate; 0 means
+	// DefaultExact. Other functions must leave it 0.
+	Exact int
+}
+
+// DefaultExact is the number of distinct values AggCountDistinct counts
+// exactly when Aggregate.Exact is 0; MaxExact is the largest Exact allowed.
+const (
+	DefaultExact = 1024
+	MaxExact     = 1 << 16
+)
+
+// Aggregator is a user-defined aggregate, as Flink's AggregateFunction:
+// accumulators are opaque bytes that the operator stores and hands back.
+//
+// The operator owns the slices the methods return: they must not alias
+// memory the Aggregator reuses. Add and Merge may modify and return their
+// first argument; Merge must not modify b, and Result must not modify acc
+// (a window's accumulator can be merged or read several times). An
+// Aggregator is called by the operator's goroutine only.
+type Aggregator interface {
+	// Create returns an empty accumulator.
+	Create() []byte
+	// Add adds a record. An error rejects the record (it goes to the
+	// dead-letter output) and must leave acc as it was.
+	Add(acc []byte, rec *record.Record) ([]byte, error)
+	// Merge returns the accumulator of the union of a's and b's records.
+	Merge(a, b []byte) ([]byte, error)
+	// Result returns the value of the window's output record.
+	Result(acc []byte) ([]byte, error)
+}
+
+// TimeFormat is how window_start and window_end are written.
+type TimeFormat uint8
+
+// The time formats.
+const (
+	// SQL writes a UTC JSON string "yyyy-MM-dd HH:mm:ss" with the
+	// milliseconds as a fraction only when not zero (".5", ".25", ".125"),
+	// as Flink SQL's JSON format writes a TIMESTAMP(3).
+	SQL TimeFormat = iota
+	// EpochMillis writes an integer: milliseconds since the Unix epoch.
+	EpochMillis
+	// RFC3339 writes a UTC JSON string such as "2024-03-17T09:20:00Z", with
+	// the milliseconds as a fraction when not zero.
+	RFC3339
+)
+
+// String returns the format's name: "sql", "epoch_millis" or "rfc3339".
+func (f TimeFormat) String() string {
+	switch f {
+	case SQL:
+		return "sql"
+	case EpochMillis:
+		return "epoch_millis"
+	case RFC3339:
+		return "rfc3339"
+	}
+	return fmt.Sprintf("time_format(%d)", uint8(f))
+}
+
+// Config configures an Operator. Durations are event time and must be
+// whole milliseconds, except EmitInterval, which is processing time.
+type Config struct {
+	// Name names the operator: its state namespace and the Stage of its
+	// dead letters.
+	Name string
+	Kind Kind
+	// Size is the length of tumbling and sliding windows, and the largest
+	// cumulate window.
+	Size time.Duration
+	// Slide is the hop of sliding windows and the step of cumulate windows.
+	Slide time.Duration
+	// Gap is the session gap.
+	Gap time.Duration
+	// Count is the number of records in a count window.
+	Count int64
+	// AllowedLateness keeps windows open for updates this long after the
+	// watermark closed them (time windows and sessions only).
+	AllowedLateness time.Duration
+	Emit            EmitMode
+	// EmitInterval is the processing time between early results, for Emit
+	// Every.
+	EmitInterval time.Duration
+	// Aggregates are the built-in aggregates, output in this order. Exactly
+	// one of Aggregates and Custom is set.
+	Aggregates []Aggregate
+	// Custom is a user aggregate; its Result is the output record value.
+	Custom Aggregator
+	// KeyField names the output field holding the record key; default
+	// "key".
+	KeyField   string
+	TimeFormat TimeFormat
+	// Store holds the operator's state.
+	Store state.Store
+	// Clock tells processing time, for Emit Every; default time.Now.
+	Clock func() time.Time
+}
+
+// millis returns d in whole milliseconds, or an error naming field.
+func millis(field string, d time.Duration, required bool) (int64, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%s is negative (%v)", field, d)
+	case d == 0 && required:
+		return 0, fmt.Errorf("%s is required", field)
+	case d%time.Millisecond != 0:
+		return 0, fmt.Errorf("%s %v is not a whole number of milliseconds", field, d)
+	}
+	return d.Milliseconds(), nil
+}
+
+// reserved output field names.
+const (
+	fieldStart = "window_start"
+	fieldEnd   = "window_end"
+)
+
+// validate checks c and fills in its defaults, returning the settings in
+// milliseconds.
+func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
+	var errs []error
+	check := func(e error) {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if c.Name == "" {
+		check(errors.New("Name is required"))
+	}
+	if c.Store == nil {
+		check(errors.New("Store is required"))
+	}
+	// unused reports a setting that the kind does not take.
+	unused := func(field string, set bool) {
+		if set {
+			check(fmt.Errorf("%s does not apply to %s windows", field, c.Kind))
+		}
+	}
+	var e error
+	switch c.Kind {
+	case Tumbling:
+		size, e = millis("Size", c.Size, true)
+		check(e)
+		unused("Slide", c.Slide != 0)
+		unused("Gap", c.Gap != 0)
+		unused("Count", c.Count != 0)
+	case Sliding, Cumulate:
+		size, e = millis("Size", c.Size, true)
+		check(e)
+		slide, e = millis("Slide", c.Slide, true)
+		check(e)
+		unused("Gap", c.Gap != 0)
+		unused("Count", c.Count != 0)
+		if size > 0 && slide > 0 {
+			switch {
+			case c.Kind == Sliding && slide > size:
+				check(fmt.Errorf("Slide %v is larger than Size %v", c.Slide, c.Size))
+			case c.Kind == Cumulate && size%slide != 0:
+				check(fmt.Errorf("Size %v is not a multiple of the step (Slide) %v", c.Size, c.Slide))
+			}
+		}
+	case Session:
+		gap, e = millis("Gap", c.Gap, true)
+		check(e)
+		unused("Size", c.Size != 0)
+		unused("Slide", c.Slide != 0)
+		unused("Count", c.Count != 0)
+	case Count:
+		if c.Count <= 0 {
+			check(fmt.Errorf("Count must be positive, not %d", c.Count))
+		}
+		unused("Size", c.Size != 0)
+		unused("Slide", c.Slide != 0)
+		unused("Gap", c.Gap != 0)
+		unused("AllowedLateness", c.AllowedLateness != 0)
+	default:
+		check(fmt.Errorf("Kind %v is not a window kind", c.Kind))
+	}
+	lateness, e = millis("AllowedLateness", c.AllowedLateness, false)
+	check(e)
+	switch c.Emit {
+	case OnClose, OnUpdate:
+		if c.EmitInterval != 0 {
+			check(fmt.Errorf("EmitInterval applies only to Emit %v", Every))
+		}
+	case Every:
+		if c.EmitInterval <= 0 {
+			check(fmt.Errorf("Emit %v needs a positive EmitInterval", Every))
+		}
+	default:
+		check(fmt.Errorf("Emit %v is not an emit mode", c.Emit))
+	}
+	if c.TimeFormat > RFC3339 {
+		check(fmt.Errorf("TimeFormat %v is not a time format", c.TimeFormat))
+	}
+	if c.KeyField == "" {
+		c.KeyField = "key"
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	switch {
+	case c.Custom != nil && len(c.Aggregates) > 0:
+		check(errors.New("set Aggregates or Custom, not both"))
+	case c.Custom == nil && len(c.Aggregates) == 0:
+		check(errors.New("an aggregate is required: set Aggregates or Custom"))
+	}
+	names := map[string]bool{c.KeyField: true, fieldStart: true, fieldEnd: true}
+	if c.Custom != nil {
+		names = map[string]bool{} // the output is Custom's alone
+	}
+	for i, a := range c.Aggregates {
+		where := fmt.Sprintf("Aggregates[%d] (%s)", i, a.As)
+		if a.Func == 0 || int(a.Func) >= len(funcNames) {
+			check(fmt.Errorf("%s: Func %v is not an aggregate function", where, a.Func))
+			continue
+		}
+		switch {
+		case a.As == "":
+			check(fmt.Errorf("Aggregates[%d] (%v): As is required", i, a.Func))
+		case names[a.As]:
+			check(fmt.Errorf("%s: output field %q is used twice", where, a.As))
+		}
+		names[a.As] = true
+		for _, p := range a.Field {
+			if p == "" {
+				check(fmt.Errorf("%s: Field %q has an empty part", where, strings.Join(a.Field, ".")))
+				break
+			}
+		}
+		switch a.Func {
+		case AggSum, AggAvg, AggMin, AggMax, AggCountDistinct:
+			if len(a.Field) == 0 {
+				check(fmt.Errorf("%s: %v needs a Field", where, a.Func))
+			}
+		}
+		switch {
+		case a.Func != AggCountDistinct && a.Exact != 0:
+			check(fmt.Errorf("%s: Exact applies only to %v", where, AggCountDistinct))
+		case a.Exact < 0 || a.Exact > MaxExact:
+			check(fmt.Errorf("%s: Exact %d is not within 0..%d", where, a.Exact, MaxExact))
+		}
+	}
+	if len(errs) > 0 {
+		return 0, 0, 0, 0, fmt.Errorf("window %q: %w", c.Name, errors.Join(errs...))
+	}
+	return size, slide, gap, lateness, nil
+}

@@ -1,0 +1,184 @@
+// Package window is weir's keyed window operator: it groups records by key
+// into event-time windows (tumbling, sliding, session, cumulate) or count
+// windows, aggregates each window with built-in aggregates or a user
+// Aggregator, and emits one record per window and key. An Operator is an
+// engine.Operator and an engine.Watermarker.
+//
+// # Windows
+//
+// All times are event times, record.Timestamp, in milliseconds since the
+// Unix epoch. A window is a half-open span [start, end). Time windows are
+// aligned to the epoch, as Flink's are by default:
+//
+//   - Tumbling: [k·Size, (k+1)·Size).
+//   - Sliding: [k·Slide − Size, k·Slide), for every k; a record is in
+//     Size/Slide windows (more or fewer when Slide does not divide Size).
+//   - Cumulate, as Flink SQL's CUMULATE: for each period [p, p+Size) with p
+//     a multiple of Size, the windows [p, p+Slide), [p, p+2·Slide), …,
+//     [p, p+Size). Size must be a multiple of Slide (the step).
+//   - Session: a record at t opens [t, t+Gap); it joins every session of its
+//     key that it touches, [s, e) with s <= t+Gap and t <= e, and they
+//     merge into one covering them all. As in Flink, touching is enough:
+//     two records exactly Gap apart are in one session. A record that
+//     bridges two sessions merges them (built-in accumulators merge, a
+//     Custom aggregator's Merge is called).
+//   - Count: each key's records in arrival order, Count at a time. The
+//     window's span is its records' event times, [earliest, latest+1).
+//
+// Records are keyed by record.Key; records with a nil key share one set of
+// windows, distinct from the empty key's.
+//
+// # When windows fire
+//
+// The engine promises with OnWatermark(wm) that no record at or below wm
+// follows, except late ones. A time window [start, end) therefore fires
+// when the watermark reaches its last millisecond: wm >= end−1 (Flink's
+// window.maxTimestamp() <= watermark). OnWatermark emits the windows it
+// closes in order of their end; among windows with the same end, in the
+// order their keys first had data. Watermarks only increase; a lower or
+// equal one is ignored (except for early results, below). Count windows
+// fire on their Count-th record, in Process, and ignore watermarks.
+//
+// Processing-time windows are the engine's: it feeds a processing-time
+// watermark, and the operator sees only timestamps and watermarks. At the
+// end of a bounded input the engine should call OnWatermark(math.MaxInt64),
+// which fires every open window; Close emits nothing.
+//
+// # Lateness
+//
+// A window stays open for updates until the watermark passes its end by
+// AllowedLateness: it is purged when wm >= end−1+AllowedLateness (at once
+// when firing, with no lateness). Lateness is judged per window, as in
+// Flink: a record behind the watermark still counts if a window it falls in
+// has not been purged, and it counts only in the windows not yet purged.
+// If such a window had already fired, the operator emits its updated
+// result (once per Process call, however many of the call's records
+// changed it): downstream sees a second result for the same window, which
+// supersedes the first, as with Flink's allowed lateness. A record all of
+// whose windows have been purged — its event time is then at or before
+// wm − AllowedLateness — goes to the dead-letter output, with Stage the
+// operator's Name and Reason "late: event time T (…) is at or before
+// watermark W (…) minus allowed lateness L: every window it falls in has
+// closed". For sessions, a record is late when its own session [t, t+Gap)
+// touches no open session and is purged already. A late record that merges
+// sessions already emitted gives a new, larger session: its result
+// supersedes theirs. Count windows have no lateness.
+//
+// # Emit modes
+//
+//   - OnClose (the default): a window's result when it fires, and an
+//     updated one for each Process call that changes it within the allowed
+//     lateness.
+//   - Every: besides OnClose's results, early results every EmitInterval of
+//     processing time (Config.Clock): each window not yet fired whose data
+//     changed since the last early results emits its current result. The
+//     clock is read at each Process and OnWatermark call, which is when
+//     early results can be emitted, as with Flink's
+//     ContinuousProcessingTimeTrigger; the first call starts the interval.
+//   - OnUpdate: after each Process call, each window (count windows: the
+//     partial window) the call changed emits its current result; firing
+//     emits nothing more, since the last update is the final result.
+//
+// In every mode the last result emitted for a window is its final result.
+//
+// # Output
+//
+// An output record's key is the input key, its timestamp the window's end
+// − 1 (Flink's window max timestamp), its headers none, its Origin the
+// operator. Its value is, for Custom, the Aggregator's Result bytes;
+// otherwise a JSON object with, in order, KeyField (the key's text as a
+// JSON string, null for the nil key), "window_start", "window_end", and
+// each aggregate's As in config order:
+//
+//	{"device_id":"00:0f:00:70:91:0a","window_start":"2024-03-17 09:20:00","window_end":"2024-03-17 09:20:30","charge_consumed":2.6100000000000003}
+//
+// Window bounds are written per TimeFormat: SQL (default) as Flink SQL's
+// JSON format writes a TIMESTAMP(3), "yyyy-MM-dd HH:mm:ss" in UTC with the
+// milliseconds as a fraction only when not zero ("…:01.5"); EpochMillis as
+// an integer; RFC3339 as "2024-03-17T09:20:00Z" (fraction likewise).
+//
+// Aggregate values: AggCount and AggCountDistinct are integers. AggSum,
+// AggMin and AggMax are integers when every value they saw was written as
+// an integer (no fraction or exponent, within int64) and a sum did not
+// overflow; otherwise floats, so a DOUBLE field's sum prints as Flink's
+// does (52.0, 2.6100000000000003): Python repr digits, wjson.AppendFloat.
+// Floats are summed in arrival order within a pane, so a tumbling sum is
+// the sequential sum. AggAvg is always a float. AggFirst and AggLast copy
+// the raw JSON of the value with the earliest (latest) event time — not
+// arrival order, so that results do not depend on how out-of-order input
+// was — the first (last) to arrive among equal times; they and the numeric
+// aggregates write null when no record had the field.
+//
+// AggCountDistinct counts distinct values (strings by decoded text, numbers
+// by numeric value, so 1 and 1.0 are one, anything else by its JSON text;
+// null and missing values are not counted) as 64-bit hashes: exactly up to
+// Aggregate.Exact of them (default DefaultExact; a hash collision among n
+// values has a chance of about n²/2⁶⁵), then with a HyperLogLog of 4096
+// one-byte registers, whose relative standard error is HLLStandardError,
+// about 1.6%.
+//
+// # Bad input
+//
+// A record whose value an aggregate cannot read goes to the dead-letter
+// output and counts in no window: a value that is not JSON (when some
+// aggregate reads the value; AggCount without a Field reads nothing), or,
+// for AggSum, AggAvg, AggMin and AggMax, a field that is missing, null, not
+// a number, or out of float64 range. So does a record whose event time is
+// beyond ±2⁶¹ ms, where window arithmetic would overflow. AggCount with a Field counts the
+// records where the field is present and not null; AggFirst, AggLast and
+// AggCountDistinct skip records without the field. A Custom aggregator's
+// Add error rejects the record likewise (reason "aggregate: …"). A Merge
+// or Result error means a broken aggregator: Process or OnWatermark
+// returns it, which stops the pipeline.
+//
+// # State
+//
+// Window state lives in Config.Store under state.Key(Name, record key,
+// user key). The operator keeps one accumulator per unit: a pane for time
+// windows (state is per key and pane, never a copy of a record per
+// window), a session, or a count window. Panes are Size long for tumbling
+// windows, gcd(Size, Slide) for sliding ones, the step for cumulate ones; a
+// window's result is the merge of its panes, and a pane is purged with the
+// last window holding it. User keys:
+//
+//	pane      'p' | big-endian (start ^ 1<<63)   8 bytes
+//	session   's' | big-endian (start ^ 1<<63)
+//	count     'c'
+//
+// with the tag's high bit (0x80) set for the nil record key. Values:
+//
+//	pane      acc
+//	session   uvarint(end − start) acc
+//	count     uvarint(records) varint(start) uvarint(end − start) acc
+//
+// where acc is a Custom aggregator's bytes, or the built-in aggregates'
+// encodings one after the other, in config order:
+//
+//	AggCount          uvarint(n)
+//	AggSum/Min/Max    mode byte: 0 none; 1 int, varint; 2 float, 8 bytes LE IEEE 754
+//	AggAvg            uvarint(n) float64 sum (8 bytes LE)
+//	AggFirst/Last     0, or 1 varint(event time) uvarint(len) raw JSON
+//	AggCountDistinct  0 uvarint(n) n × uint64 LE hashes (sorted), or 1 and 4096 registers
+//
+// The accumulators of open windows are held in memory, and every change is
+// written through: each Process and OnWatermark call ends with at most one
+// Store.Apply holding the puts of the units it changed and the deletes of
+// the units it purged (write buffers are reused after Apply returns, which
+// must therefore copy, as state.Memory does). The in-memory index of what
+// is open — for time windows the panes ordered by start with the keys that
+// have data in each, for sessions a min-heap of keys by their next firing
+// or purge — lets OnWatermark find what to fire without scanning the
+// store. Memory is authoritative while running: the operator never reads
+// the store back. Rebuilding the index and accumulators from the store
+// after a restart needs a prefix scan the Store interface lacks, and is
+// left to a later issue; the encodings above are what it will decode.
+//
+// A key whose last pane a purge removed stays in memory, empty, until the
+// next purge, since most keys come back in the next window.
+//
+// # Concurrency
+//
+// An Operator is used by one goroutine, like every engine.Operator:
+// Process, OnWatermark and Close must not be called concurrently. A Custom
+// Aggregator and Config.Clock are called from that goroutine only.
+package window

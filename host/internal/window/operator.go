@@ -1,0 +1,791 @@
+package window
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/state"
+)
+
+// Operator is the keyed window operator: an engine.Operator and an
+// engine.Watermarker. It is used by one goroutine, like every Operator.
+type Operator struct {
+	cfg Config
+	// Settings in milliseconds. pane is the length of the panes that
+	// tumbling, sliding and cumulate windows are made of.
+	size, slide, gap, late, pane int64
+
+	specs  []spec
+	paths  [][]string // the distinct fields the aggregates read
+	parse  bool       // some aggregate reads the record value
+	custom Aggregator
+
+	wm     int64                // the latest watermark
+	keys   map[string]*keyState // open state by record key
+	global *keyState            // open state of records with a nil key
+	// slices indexes the panes of time windows by start, ascending: which
+	// keys have data in each. Sessions use timers instead.
+	slices    []*slice
+	lastSlice *slice
+	timers    timerHeap
+	dirty     []*keyState // keys changed by the current call
+	pending   []*keyState // Emit Every: keys changed since the last early result
+	idle      []*keyState // time windows: keys whose last pane a purge removed
+	gen       uint64      // stamps keys already handled in one pass
+	nextTick  time.Time
+
+	// Reused from call to call.
+	values    []wjson.Value
+	inputs    []input
+	scratch   []byte
+	tmp       acc
+	ends      []int64
+	w         wjson.Writer
+	val       []byte
+	times     [2]fmtTime // the last two times written, formatted
+	keyBuf    []byte
+	muts      []state.Mutation
+	arena     record.Arena
+	freeVals  [][]aggVal
+	freeSlice []*slice
+}
+
+// keyState is the open state of one record key: its panes, sessions or
+// count window, each a unit.
+type keyState struct {
+	key     string
+	global  bool
+	idle    bool    // listed in Operator.idle
+	units   []unit  // sorted by start; first in one
+	one     [1]unit // units' storage while a key has one unit
+	deleted []int64 // starts of stored units the current call removed
+	dirty   bool    // listed in Operator.dirty
+	pending bool    // listed in Operator.pending
+	stamp   uint64
+	heapIdx int   // sessions: index in Operator.timers, or -1
+	timer   int64 // sessions: when the next session fires or is purged
+}
+
+// unit is one accumulator of a key: a pane [start, start+pane), a session
+// [start, end), or a count window whose records' event times are
+// [start, end).
+type unit struct {
+	start, end int64
+	n          int64 // count windows: records in the window
+	acc        acc
+	changed    bool // by the current call
+	pending    bool // since the last early result
+	stored     bool // written to the Store
+}
+
+// acc is an accumulator: the built-in aggregates' values, or a Custom
+// aggregator's bytes.
+type acc struct {
+	vals   []aggVal
+	custom []byte
+}
+
+// slice lists the keys with data in the pane starting at start.
+type slice struct {
+	start int64
+	keys  []*keyState
+}
+
+// noWatermark is engine.NoWatermark, the watermark before any. The package
+// does not import engine, so that engine may import it.
+const noWatermark int64 = math.MinInt64
+
+// New validates cfg and returns an operator with no open windows.
+func New(cfg Config) (*Operator, error) {
+	size, slide, gap, late, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	o := &Operator{cfg: cfg, size: size, slide: slide, gap: gap, late: late,
+		custom: cfg.Custom, wm: noWatermark, keys: make(map[string]*keyState)}
+	switch cfg.Kind {
+	case Tumbling:
+		o.pane = size
+	case Sliding:
+		o.pane = gcd(size, slide)
+	case Cumulate:
+		o.pane = slide
+	}
+	for _, a := range cfg.Aggregates {
+		s := spec{fn: a.Func, as: a.As, field: fieldText(a.Field), path: -1, exact: exactLimit(a.Exact)}
+		if len(a.Field) > 0 || a.Func == AggFirst || a.Func == AggLast {
+			s.path = o.pathIndex(a.Field)
+			o.parse = true
+		}
+		o.specs = append(o.specs, s)
+	}
+	o.values = make([]wjson.Value, len(o.paths))
+	o.inputs = make([]input, len(o.specs))
+	o.tmp = o.newAcc()
+	return o, nil
+}
+
+func (o *Operator) pathIndex(path []string) int {
+	for i, p := range o.paths {
+		if slices.Equal(p, path) {
+			return i
+		}
+	}
+	o.paths = append(o.paths, slices.Clone(path))
+	return len(o.paths) - 1
+}
+
+// Name implements engine.Operator.
+func (o *Operator) Name() string { return o.cfg.Name }
+
+// Close implements engine.Operator. It releases the operator's memory;
+// the state of windows still open stays in the Store.
+func (o *Operator) Close(context.Context) error {
+	o.keys, o.global, o.slices, o.timers, o.dirty, o.pending, o.idle = nil, nil, nil, nil, nil, nil, nil
+	return nil
+}
+
+// Process implements engine.Operator: it adds each record to its windows,
+// rejecting late and malformed records as dead letters, and emits the
+// results its emit mode asks for.
+func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+	if o.keys == nil {
+		return fmt.Errorf("window %q: Process after Close", o.cfg.Name)
+	}
+	for i := range in {
+		var err error
+		switch o.cfg.Kind {
+		case Session:
+			err = o.addSession(&in[i], out)
+		case Count:
+			err = o.addCount(&in[i], out)
+		default:
+			o.addTime(&in[i], out)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := o.emitChanged(out); err != nil {
+		return err
+	}
+	if err := o.tick(out); err != nil {
+		return err
+	}
+	return o.flush()
+}
+
+// OnWatermark implements engine.Watermarker: it emits the windows that
+// watermark wm closes and purges those past their allowed lateness.
+func (o *Operator) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+	if o.keys == nil {
+		return fmt.Errorf("window %q: OnWatermark after Close", o.cfg.Name)
+	}
+	if wm > o.wm {
+		old := o.wm
+		o.wm = wm
+		var err error
+		switch o.cfg.Kind {
+		case Session:
+			err = o.fireSessions(old, out)
+		case Count:
+		default:
+			err = o.fireTime(old, out)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := o.tick(out); err != nil {
+		return err
+	}
+	return o.flush()
+}
+
+// dead rejects rec.
+func (o *Operator) dead(rec *record.Record, reason string, out *wasm.Output) {
+	out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name, Reason: reason})
+}
+
+// Event times beyond ±maxTime (about 73 million years) are rejected, so
+// that window arithmetic cannot overflow.
+const maxTime = 1 << 61
+
+// outOfRange returns why rec's event time is unusable, or "".
+func outOfRange(rec *record.Record) string {
+	if rec.Timestamp > maxTime || rec.Timestamp < -maxTime {
+		return fmt.Sprintf("event time %d is out of range", rec.Timestamp)
+	}
+	return ""
+}
+
+// lateReason explains why a record of event time t is late.
+func (o *Operator) lateReason(t int64) string {
+	return fmt.Sprintf("late: event time %d (%s) is at or before watermark %d (%s) minus allowed lateness %v: every window it falls in has closed",
+		t, time.UnixMilli(t).UTC().Format(sqlLayout), o.wm, time.UnixMilli(o.wm).UTC().Format(sqlLayout),
+		time.Duration(o.late)*time.Millisecond)
+}
+
+// read reads the aggregates' inputs from rec into o.inputs, or returns why
+// rec cannot be aggregated.
+func (o *Operator) read(rec *record.Record) string {
+	if !o.parse {
+		return ""
+	}
+	for i, p := range o.paths {
+		v, err := wjson.Get(rec.Value, p...)
+		if err != nil {
+			return "value is not JSON: " + err.Error()
+		}
+		o.values[i] = v
+	}
+	for j := range o.specs {
+		s := &o.specs[j]
+		if s.path < 0 {
+			o.inputs[j] = input{}
+			continue
+		}
+		if reason := s.read(o.values[s.path], &o.inputs[j], &o.scratch); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
+
+// add adds rec, whose inputs read has read, to a. It returns why not, for
+// a Custom aggregator's error, leaving a as it was.
+func (o *Operator) add(a *acc, rec *record.Record) string {
+	if o.custom != nil {
+		c, err := o.custom.Add(a.custom, rec)
+		if err != nil {
+			return "aggregate: " + err.Error()
+		}
+		a.custom = c
+		return ""
+	}
+	for j := range o.specs {
+		a.vals[j].add(&o.specs[j], &o.inputs[j], rec.Timestamp)
+	}
+	return ""
+}
+
+// merge merges src into dst.
+func (o *Operator) merge(dst, src *acc) error {
+	if o.custom != nil {
+		c, err := o.custom.Merge(dst.custom, src.custom)
+		if err != nil {
+			return fmt.Errorf("window %q: aggregate Merge: %w", o.cfg.Name, err)
+		}
+		dst.custom = c
+		return nil
+	}
+	for j := range o.specs {
+		dst.vals[j].merge(&o.specs[j], &src.vals[j])
+	}
+	return nil
+}
+
+// newAcc returns an empty accumulator.
+func (o *Operator) newAcc() acc {
+	if o.custom != nil {
+		return acc{custom: o.custom.Create()}
+	}
+	if n := len(o.freeVals); n > 0 {
+		v := o.freeVals[n-1]
+		o.freeVals = o.freeVals[:n-1]
+		for j := range v {
+			v[j].reset()
+		}
+		return acc{vals: v}
+	}
+	return acc{vals: make([]aggVal, len(o.specs))}
+}
+
+// resetAcc empties a.
+func (o *Operator) resetAcc(a *acc) {
+	if o.custom != nil {
+		a.custom = o.custom.Create()
+		return
+	}
+	for j := range a.vals {
+		a.vals[j].reset()
+	}
+}
+
+func (o *Operator) freeAcc(a *acc) {
+	if a.vals != nil {
+		o.freeVals = append(o.freeVals, a.vals)
+	}
+	*a = acc{}
+}
+
+// lookup returns the state of record key k, or nil.
+func (o *Operator) lookup(k []byte) *keyState {
+	if k == nil {
+		return o.global
+	}
+	return o.keys[string(k)]
+}
+
+// create returns the state of record key k, creating it.
+func (o *Operator) create(k []byte) *keyState {
+	if ks := o.lookup(k); ks != nil {
+		return ks
+	}
+	ks := &keyState{key: string(k), global: k == nil, heapIdx: -1}
+	ks.units = ks.one[:0]
+	if k == nil {
+		o.global = ks
+	} else {
+		o.keys[ks.key] = ks
+	}
+	return ks
+}
+
+// drop forgets ks, which has no units left.
+func (o *Operator) drop(ks *keyState) {
+	if ks.global {
+		if o.global == ks {
+			o.global = nil
+		}
+	} else if o.keys[ks.key] == ks {
+		delete(o.keys, ks.key)
+	}
+}
+
+// changed marks unit u of ks as changed by the current call.
+func (o *Operator) changed(ks *keyState, u *unit) {
+	u.changed = true
+	if !ks.dirty {
+		ks.dirty = true
+		o.dirty = append(o.dirty, ks)
+	}
+	if o.cfg.Emit == Every {
+		u.pending = true
+		if !ks.pending {
+			ks.pending = true
+			o.pending = append(o.pending, ks)
+		}
+	}
+}
+
+// emitChanged emits, for each unit the current call changed, the results
+// that changed: every open window in mode OnUpdate, and in any mode the
+// windows the watermark had already closed (updates within the allowed
+// lateness). For sessions it also reschedules the key's timer.
+func (o *Operator) emitChanged(out *wasm.Output) error {
+	onUpdate := o.cfg.Emit == OnUpdate
+	for _, ks := range o.dirty {
+		switch o.cfg.Kind {
+		case Count:
+			if u := &ks.units[0]; onUpdate && u.n > 0 {
+				if err := o.emit(ks, u.start, u.end, &u.acc, out); err != nil {
+					return err
+				}
+			}
+		case Session:
+			for i := range ks.units {
+				u := &ks.units[i]
+				if u.changed && (onUpdate || u.end-1 <= o.wm) {
+					if err := o.emit(ks, u.start, u.end, &u.acc, out); err != nil {
+						return err
+					}
+				}
+			}
+			o.schedule(ks)
+		default:
+			o.ends = o.ends[:0]
+			for i := range ks.units {
+				u := &ks.units[i]
+				if !u.changed {
+					continue
+				}
+				if first, _, _ := o.paneWindows(u.start); !onUpdate && first-1 > o.wm {
+					continue // no window of the pane has closed: nothing to update
+				}
+				o.ends = o.paneEnds(o.ends, u.start, func(e int64) bool {
+					return satAdd(e-1, o.late) > o.wm && (onUpdate || e-1 <= o.wm)
+				})
+			}
+			if err := o.emitEnds(ks, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tick emits early results in mode Every, once EmitInterval has passed
+// since the last: the current result of each window not yet closed whose
+// data changed since.
+func (o *Operator) tick(out *wasm.Output) error {
+	if o.cfg.Emit != Every {
+		return nil
+	}
+	now := o.cfg.Clock()
+	if o.nextTick.IsZero() {
+		o.nextTick = now.Add(o.cfg.EmitInterval)
+		return nil
+	}
+	if now.Before(o.nextTick) {
+		return nil
+	}
+	o.nextTick = now.Add(o.cfg.EmitInterval)
+	for _, ks := range o.pending {
+		ks.pending = false
+		o.ends = o.ends[:0]
+		for i := range ks.units {
+			u := &ks.units[i]
+			if !u.pending {
+				continue
+			}
+			u.pending = false
+			var err error
+			switch o.cfg.Kind {
+			case Count:
+				if u.n > 0 {
+					err = o.emit(ks, u.start, u.end, &u.acc, out)
+				}
+			case Session:
+				if u.end-1 > o.wm {
+					err = o.emit(ks, u.start, u.end, &u.acc, out)
+				}
+			default:
+				o.ends = o.paneEnds(o.ends, u.start, func(e int64) bool { return e-1 > o.wm })
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := o.emitEnds(ks, out); err != nil {
+			return err
+		}
+	}
+	clear(o.pending)
+	o.pending = o.pending[:0]
+	return nil
+}
+
+// emitEnds emits ks's time windows ending at o.ends, once each, in order.
+func (o *Operator) emitEnds(ks *keyState, out *wasm.Output) error {
+	if len(o.ends) == 0 {
+		return nil
+	}
+	slices.Sort(o.ends)
+	o.ends = slices.Compact(o.ends)
+	for _, e := range o.ends {
+		if err := o.emitWindow(ks, o.winStart(e), e, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitWindow emits ks's time window [s, e): its panes merged.
+func (o *Operator) emitWindow(ks *keyState, s, e int64, out *wasm.Output) error {
+	var one *acc
+	n := 0
+	for i := range ks.units {
+		u := &ks.units[i]
+		if u.start < s {
+			continue
+		}
+		if u.start >= e {
+			break
+		}
+		switch n {
+		case 0:
+			one = &u.acc
+		case 1:
+			o.resetAcc(&o.tmp)
+			if err := o.merge(&o.tmp, one); err != nil {
+				return err
+			}
+			one = &o.tmp
+			fallthrough
+		default:
+			if err := o.merge(&o.tmp, &u.acc); err != nil {
+				return err
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		return nil // the window's panes were all purged
+	}
+	return o.emit(ks, s, e, one, out)
+}
+
+// emit appends the result of ks's window [s, e) with accumulator a to out.
+func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *wasm.Output) error {
+	var value []byte
+	if o.custom != nil {
+		res, err := o.custom.Result(a.custom)
+		if err != nil {
+			return fmt.Errorf("window %q: aggregate Result: %w", o.cfg.Name, err)
+		}
+		value = out.Arena.Copy(res)
+		if value == nil {
+			value = []byte{}
+		}
+	} else {
+		w := &o.w
+		w.Reset(o.val[:0])
+		w.BeginObject()
+		w.Key(o.cfg.KeyField)
+		if ks.global {
+			w.Null()
+		} else {
+			w.String(ks.key)
+		}
+		w.Key(fieldStart)
+		o.writeTime(s)
+		w.Key(fieldEnd)
+		o.writeTime(e)
+		for j := range o.specs {
+			w.Key(o.specs[j].as)
+			a.vals[j].write(&o.specs[j], w)
+		}
+		w.EndObject()
+		o.val = w.Bytes()
+		value = out.Arena.Copy(o.val)
+	}
+	var key []byte
+	if !ks.global {
+		key = []byte{}
+		if ks.key != "" {
+			key = out.Arena.Copy(unsafe.Slice(unsafe.StringData(ks.key), len(ks.key)))
+		}
+	}
+	out.Records = append(out.Records, record.Record{Key: key, Value: value, Timestamp: e - 1,
+		Origin: record.Origin{Source: o.cfg.Name, Partition: -1}})
+	return nil
+}
+
+const (
+	sqlLayout     = "2006-01-02 15:04:05.999"
+	rfc3339Layout = "2006-01-02T15:04:05.999Z07:00"
+)
+
+// fmtTime is a time written as a JSON string.
+type fmtTime struct {
+	ms   int64
+	text []byte
+	ok   bool
+}
+
+// writeTime writes a window bound. The windows a watermark closes share
+// their bounds, so the last two are kept formatted.
+func (o *Operator) writeTime(ms int64) {
+	if o.cfg.TimeFormat == EpochMillis {
+		o.w.Int(ms)
+		return
+	}
+	for i := range o.times {
+		if t := &o.times[i]; t.ok && t.ms == ms {
+			o.w.Raw(t.text)
+			return
+		}
+	}
+	o.times[0], o.times[1] = o.times[1], o.times[0]
+	t := &o.times[1]
+	layout := sqlLayout
+	if o.cfg.TimeFormat == RFC3339 {
+		layout = rfc3339Layout
+	}
+	t.text = append(t.text[:0], '"')
+	t.text = time.UnixMilli(ms).UTC().AppendFormat(t.text, layout)
+	t.text = append(t.text, '"')
+	t.ms, t.ok = ms, true
+	o.w.Raw(t.text)
+}
+
+// State keys: the user key is a tag byte, with tagNilKey set for records
+// with a nil key, then for panes and sessions the unit's start.
+const (
+	tagPane    = 'p'
+	tagSession = 's'
+	tagCount   = 'c'
+	tagNilKey  = 0x80
+)
+
+// stateKey returns the store key of ks's unit starting at start, in
+// o.keyBuf.
+func (o *Operator) stateKey(ks *keyState, start int64) []byte {
+	var uk [9]byte
+	n := 1
+	switch o.cfg.Kind {
+	case Session:
+		uk[0] = tagSession
+	case Count:
+		uk[0] = tagCount
+	default:
+		uk[0] = tagPane
+	}
+	if o.cfg.Kind != Count {
+		binary.BigEndian.PutUint64(uk[1:], uint64(start)^1<<63) // sorts by start
+		n = 9
+	}
+	var rk []byte
+	if ks.global {
+		uk[0] |= tagNilKey
+	} else {
+		rk = unsafe.Slice(unsafe.StringData(ks.key), len(ks.key))
+	}
+	o.keyBuf = state.Key(o.keyBuf[:0], o.cfg.Name, rk, uk[:n])
+	return o.keyBuf
+}
+
+// appendUnit appends the encoding of u's state.
+func (o *Operator) appendUnit(b []byte, u *unit) []byte {
+	switch o.cfg.Kind {
+	case Session:
+		b = binary.AppendUvarint(b, uint64(u.end-u.start))
+	case Count:
+		b = binary.AppendUvarint(b, uint64(u.n))
+		b = binary.AppendVarint(b, u.start)
+		b = binary.AppendUvarint(b, uint64(u.end-u.start))
+	}
+	if o.custom != nil {
+		return append(b, u.acc.custom...)
+	}
+	for j := range o.specs {
+		b = u.acc.vals[j].appendState(b, &o.specs[j])
+	}
+	return b
+}
+
+// decodeUnit is appendUnit's inverse, given the unit's start from its key
+// (ignored for count windows).
+func (o *Operator) decodeUnit(b []byte, start int64) (unit, error) {
+	u := unit{start: start, end: start + o.pane, acc: o.newAcc()}
+	uvar := func() int64 {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[n:]
+		return int64(x)
+	}
+	switch o.cfg.Kind {
+	case Session:
+		u.end = start + uvar()
+	case Count:
+		u.n = uvar()
+		if b != nil {
+			x, n := binary.Varint(b)
+			if n <= 0 {
+				return unit{}, errCorrupt
+			}
+			u.start, b = x, b[n:]
+		}
+		u.end = u.start + uvar()
+	}
+	if b == nil {
+		return unit{}, errCorrupt
+	}
+	if o.custom != nil {
+		u.acc.custom = append([]byte(nil), b...)
+		return u, nil
+	}
+	var err error
+	for j := range o.specs {
+		if b, err = u.acc.vals[j].decodeState(b, &o.specs[j]); err != nil {
+			return unit{}, err
+		}
+	}
+	if len(b) != 0 {
+		return unit{}, errCorrupt
+	}
+	return u, nil
+}
+
+// put queues a write of ks's unit u.
+func (o *Operator) put(ks *keyState, u *unit) {
+	k := o.arena.Copy(o.stateKey(ks, u.start))
+	o.val = o.appendUnit(o.val[:0], u)
+	o.muts = append(o.muts, state.Mutation{Key: k, Value: o.arena.Copy(o.val)})
+	u.stored = true
+}
+
+// del queues a delete of ks's unit starting at start.
+func (o *Operator) del(ks *keyState, start int64) {
+	o.muts = append(o.muts, state.Mutation{Key: o.arena.Copy(o.stateKey(ks, start)), Delete: true})
+}
+
+// flush writes the current call's state changes in one Store.Apply.
+func (o *Operator) flush() error {
+	for _, ks := range o.dirty {
+		for _, start := range ks.deleted {
+			o.del(ks, start)
+		}
+		ks.deleted = ks.deleted[:0]
+		ks.dirty = false
+		for i := range ks.units {
+			u := &ks.units[i]
+			if !u.changed {
+				continue
+			}
+			u.changed = false
+			if o.cfg.Kind == Count && u.n == 0 { // fired: nothing left to keep
+				if u.stored {
+					o.del(ks, 0)
+					u.stored = false
+				}
+				continue
+			}
+			o.put(ks, u)
+		}
+		if o.cfg.Kind == Count && len(ks.units) == 1 && ks.units[0].n == 0 {
+			o.freeAcc(&ks.units[0].acc)
+			ks.units = ks.units[:0]
+			o.drop(ks)
+		}
+	}
+	clear(o.dirty)
+	o.dirty = o.dirty[:0]
+	if len(o.muts) == 0 {
+		return nil
+	}
+	err := o.cfg.Store.Apply(o.muts)
+	clear(o.muts)
+	o.muts = o.muts[:0]
+	o.arena.Reset()
+	if err != nil {
+		return fmt.Errorf("window %q: writing state: %w", o.cfg.Name, err)
+	}
+	return nil
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// floorDiv is a/b rounded down, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// satAdd is a+b for b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
+}
