@@ -79,16 +79,16 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
-		if op.Type == config.OperatorWindow {
+		if op.Type == config.OperatorWindow && op.Plugin == "" {
 			// Build one now, so a window the operator rejects is a load error.
-			wo, err := p.windowStep(op).New(ctx)
+			wo, err := p.windowStep(op, nil).New(ctx)
 			if err != nil {
 				return nil, &loadError{kind: ErrConfig, err: err}
 			}
 			wo.Close(ctx)
 			continue
 		}
-		if !op.Type.IsPlugin() {
+		if !op.Type.IsPlugin() && op.Plugin == "" {
 			continue
 		}
 		if p.runtime == nil {
@@ -150,6 +150,8 @@ func pluginOp(t config.OperatorType) abi.Op {
 		return abi.OpFlatMap
 	case config.OperatorFilter:
 		return abi.OpFilter
+	case config.OperatorWindow:
+		return abi.OpAggregate
 	}
 	return 0
 }

@@ -115,7 +115,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 		op := &cfg.Operators[i]
 		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
 		if op.Type == config.OperatorWindow {
-			ep.Steps = append(ep.Steps, p.windowStep(op))
+			ep.Steps = append(ep.Steps, p.windowStep(op, p.plugins[i]))
 			continue
 		}
 		if op.Type == config.OperatorKeyBy {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/host/internal/window"
 )
 
@@ -28,7 +29,7 @@ var (
 // windowStep returns the engine step of a window operator: one window
 // operator per worker, each keeping its keys' windows in the pipeline's
 // state store.
-func (p *Pipeline) windowStep(op *config.Operator) engine.Step {
+func (p *Pipeline) windowStep(op *config.Operator, plug *wasm.Plugin) engine.Step {
 	w := &op.Window
 	cfg := window.Config{
 		Name: op.Name, Kind: windowKinds[w.Kind], Size: w.Size, Slide: w.Slide, Gap: w.Gap, Count: w.Count,
@@ -41,12 +42,29 @@ func (p *Pipeline) windowStep(op *config.Operator) engine.Step {
 	for _, a := range w.Aggregates {
 		cfg.Aggregates = append(cfg.Aggregates, window.Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As, Exact: a.Exact})
 	}
-	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, New: func(context.Context) (engine.Operator, error) {
-		wo, err := window.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)
+	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, New: func(ctx context.Context) (engine.Operator, error) {
+		if op.Plugin == "" {
+			wo, err := window.New(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)
+			}
+			return wo, nil
 		}
-		return wo, nil
+		w, err := plug.NewWorker(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
+		}
+		agg, err := newWasmAggregator(ctx, w)
+		if err == nil {
+			c := cfg
+			c.Custom = agg
+			var wo *window.Operator
+			if wo, err = window.New(c); err == nil {
+				return &pluginWindow{Operator: wo, w: w}, nil
+			}
+		}
+		w.Close(ctx)
+		return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)
 	}}
 }
 

@@ -74,7 +74,7 @@ type EventTimeSpec struct {
 
 var (
 	windowFields = []string{"name", "type", "kind", "size", "slide", "step", "gap", "count", "allowed_lateness",
-		"emit", "emit_interval", "key_field", "time_format", "aggregates"}
+		"emit", "emit_interval", "key_field", "time_format", "aggregates", "plugin", "config"}
 	windowKinds     = []string{string(WindowTumbling), string(WindowSliding), string(WindowSession), string(WindowCount), string(WindowCumulate)}
 	emitModes       = []string{EmitOnClose, EmitOnUpdate, EmitEvery}
 	windowTimes     = []string{WindowTimeSQL, WindowTimeEpochMS, WindowTimeRFC3339}
@@ -152,9 +152,28 @@ func (d *decoder) window(o *object, op *Operator) {
 	if s, st := o.enum("time_format", windowTimes...); st == good {
 		w.TimeFormat = s
 	}
+	// A window aggregates with built-in functions, or with a Wasm
+	// aggregate plugin (create/add/merge/result), whose result is the
+	// output value.
+	if p, pst := o.nonEmpty("plugin"); pst == good {
+		op.Plugin = d.abs(p)
+		op.PluginKind = d.checkPlugin(o, p, op.Plugin)
+		op.ConfigJSON = []byte("{}")
+		if v := o.get("config", kNode); v != nil && !isNull(v) {
+			op.ConfigJSON = d.toJSON(nil, v, o.path("config"), joinEnv(o.env, "config"))
+		}
+		op.MemoryLimitPages = DefaultMemoryLimitPages
+		if o.get("aggregates", kNode) != nil {
+			o.fail("aggregates", o.get("aggregates", kNode), "a window takes either aggregates or a plugin, not both")
+		}
+		return
+	}
+	if o.get("config", kNode) != nil {
+		o.fail("config", o.get("config", kNode), "only applies with a plugin")
+	}
 	items, st := o.list("aggregates")
 	if st == absent || (st == good && len(items) == 0) {
-		o.missingf("a window needs at least one entry in %q", "aggregates")
+		o.missingf("a window needs at least one entry in %q, or a %q", "aggregates", "plugin")
 	}
 	seen := map[string]bool{w.KeyField: true, "window_start": true, "window_end": true}
 	for i, n := range items {

@@ -60,7 +60,7 @@ func TestParseWindowErrors(t *testing.T) {
 		{name: "duplicate output", op: `{name: w, type: window, kind: count, count: 3, aggregates: [{func: count, as: key}]}`,
 			want: `output field "key" is already used`},
 		{name: "no aggregates", op: `{name: w, type: window, kind: count, count: 3}`,
-			want: `a window needs at least one entry in "aggregates"`},
+			want: `a window needs at least one entry in "aggregates", or a "plugin"`},
 		{name: "every without interval", op: `{name: w, type: window, kind: count, count: 3, emit: every, aggregates: [{func: count, as: n}]}`,
 			want: `emit: every needs a positive "emit_interval"`},
 	}
