@@ -48,6 +48,16 @@
 //     instantiate the module again. (A Go runtime fatal error, such as
 //     running out of memory, cannot be recovered and kills the instance.)
 //
+// # Aggregates
+//
+// Aggregate registers an aggregate, the equivalent of Flink's
+// AggregateFunction, for window operators: Create makes an empty
+// accumulator, Add folds a record into one, Merge combines two (sessions and
+// sliding-window panes need it), and Result turns one into the output value.
+// Accumulators are typed in Go and stored by the host as bytes, through the
+// Codec given with the functions; the host keeps one per key and window.
+// Add's errors and panics reject just that record.
+//
 // # Records and lifetimes
 //
 // A Record's slices alias the batch the host wrote into guest memory. They
