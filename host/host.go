@@ -10,6 +10,7 @@ import (
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
@@ -79,13 +80,22 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
-		if op.Type == config.OperatorWindow && op.Plugin == "" {
-			// Build one now, so a window the operator rejects is a load error.
-			wo, err := p.windowStep(op, nil).New(ctx)
+		var native *engine.Step
+		switch {
+		case op.Type == config.OperatorWindow && op.Plugin == "":
+			st := p.windowStep(op, nil)
+			native = &st
+		case op.Type == config.OperatorRolling:
+			st := p.rollingStep(op)
+			native = &st
+		}
+		if native != nil {
+			// Build one now, so settings the operator rejects are a load error.
+			o, err := native.New(ctx)
 			if err != nil {
 				return nil, &loadError{kind: ErrConfig, err: err}
 			}
-			wo.Close(ctx)
+			o.Close(ctx)
 			continue
 		}
 		if !op.Type.IsPlugin() && op.Plugin == "" {

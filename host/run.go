@@ -118,6 +118,10 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 			ep.Steps = append(ep.Steps, p.windowStep(op, p.plugins[i]))
 			continue
 		}
+		if op.Type == config.OperatorRolling {
+			ep.Steps = append(ep.Steps, p.rollingStep(op))
+			continue
+		}
 		if op.Type == config.OperatorKeyBy {
 			st.KeyBy = true
 			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }

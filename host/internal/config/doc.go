@@ -72,7 +72,7 @@
 //	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
-//	    type: key_by        # key_by | map | flat_map | filter
+//	    type: key_by        # key_by | map | flat_map | filter | window | rolling
 //	    field: id           # key_by: required dotted JSON path, a.b.c
 //	  - name: detect
 //	    type: flat_map
@@ -91,6 +91,13 @@
 //	    time_format: sql    # window_start/window_end: sql (yyyy-MM-dd HH:mm:ss, default) | epoch_ms | rfc3339
 //	    aggregates:         # at least one; output fields in this order after key, window_start, window_end
 //	      - {func: sum, field: ampere_hour, as: charge_consumed}  # sum|count|avg|min|max|first|last|count_distinct (exact: N)
+//	  - name: sums
+//	    type: rolling       # SQL OVER: each record, once the watermark passes it, with aggregates over trailing windows
+//	    order: range        # range (default): [t-range, t], peers included | rows: the current row and rows-1 before it
+//	    windows:            # at least one; names unique
+//	      - {name: 10m, range: 10m}   # with order: rows, {name: last5, rows: 5}
+//	    aggregates:         # at least one; sum|count|avg|min|max; output fields <as>_<window name> appended
+//	      - {func: sum, field: amount, as: amount_sum}            # window by window, aggregate by aggregate
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka

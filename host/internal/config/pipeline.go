@@ -34,6 +34,7 @@ var (
 		OperatorFlatMap: pluginFields,
 		OperatorFilter:  pluginFields,
 		OperatorWindow:  windowFields,
+		OperatorRolling: rollingFields,
 	}
 	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout"}
 	sinkFields   = map[SinkType][]string{
@@ -63,7 +64,7 @@ var (
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
-	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling)}
 	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
 	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
@@ -434,6 +435,8 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		}
 	case op.Type == OperatorWindow:
 		d.window(o, &op)
+	case op.Type == OperatorRolling:
+		d.rolling(o, &op)
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true

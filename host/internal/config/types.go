@@ -95,6 +95,7 @@ const (
 	OperatorFlatMap OperatorType = "flat_map" // plugin: one record in, zero or more out
 	OperatorFilter  OperatorType = "filter"   // plugin: one record in, kept or dropped
 	OperatorWindow  OperatorType = "window"   // keyed windows with built-in aggregates
+	OperatorRolling OperatorType = "rolling"  // per-record aggregates over trailing windows (SQL OVER)
 )
 
 // IsPlugin reports whether operators of type t run a Wasm plugin.
@@ -373,6 +374,9 @@ type Operator struct {
 
 	// window
 	Window Window
+
+	// rolling
+	Rolling Rolling
 }
 
 // Sink is one output of the pipeline. Which fields are meaningful depends
