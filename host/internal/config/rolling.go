@@ -95,24 +95,9 @@ func (d *decoder) rolling(o *object, op *Operator) {
 	}
 	seen := map[string]bool{}
 	for i, n := range items {
-		a := AggregateSpec{}
-		ao := d.object(n, op.Pos, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), "", &a.Meta, false)
+		a, ao := d.aggregate(n, op, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), rollingAggFuncs)
 		if ao == nil {
 			continue
-		}
-		if f, fst := ao.enum("func", rollingAggFuncs...); fst == absent {
-			ao.missing("func")
-		} else if fst == good {
-			a.Func = f
-		}
-		if s, fst := ao.str("field"); fst == good {
-			if segs, err := splitFieldPath(s); err != nil {
-				ao.fail("field", ao.get("field", kString), "invalid field path %q: %v", s, err)
-			} else {
-				a.Field, a.Path = s, segs
-			}
-		} else if fst == absent && a.Func != "" && a.Func != "count" {
-			ao.missingf("%s needs a %q", a.Func, "field")
 		}
 		if s, sst := ao.nonEmpty("as"); sst == absent {
 			ao.missing("as")

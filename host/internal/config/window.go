@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // WindowKind is the kind of a window operator.
@@ -177,24 +179,9 @@ func (d *decoder) window(o *object, op *Operator) {
 	}
 	seen := map[string]bool{w.KeyField: true, "window_start": true, "window_end": true}
 	for i, n := range items {
-		a := AggregateSpec{}
-		ao := d.object(n, op.Pos, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), "", &a.Meta, false)
+		a, ao := d.aggregate(n, op, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), aggregateFuncs)
 		if ao == nil {
 			continue
-		}
-		if f, fst := ao.enum("func", aggregateFuncs...); fst == absent {
-			ao.missing("func")
-		} else if fst == good {
-			a.Func = f
-		}
-		if s, fst := ao.str("field"); fst == good {
-			if segs, err := splitFieldPath(s); err != nil {
-				ao.fail("field", ao.get("field", kString), "invalid field path %q: %v", s, err)
-			} else {
-				a.Field, a.Path = s, segs
-			}
-		} else if fst == absent && a.Func != "" && a.Func != "count" {
-			ao.missingf("%s needs a %q", a.Func, "field")
 		}
 		if s, ast := ao.nonEmpty("as"); ast == absent {
 			ao.missing("as")
@@ -213,6 +200,32 @@ func (d *decoder) window(o *object, op *Operator) {
 		ao.finish(aggregateFields, aggregateFields, "")
 		w.Aggregates = append(w.Aggregates, a)
 	}
+}
+
+// aggregate decodes the func and field of one aggregate entry, with funcs
+// the functions allowed. The caller decodes the rest (as, exact) and calls
+// finish; a nil object means the entry was not a mapping.
+func (d *decoder) aggregate(n *yaml.Node, op *Operator, path string, funcs []string) (AggregateSpec, *object) {
+	a := AggregateSpec{}
+	ao := d.object(n, op.Pos, path, "", &a.Meta, false)
+	if ao == nil {
+		return a, nil
+	}
+	if f, fst := ao.enum("func", funcs...); fst == absent {
+		ao.missing("func")
+	} else if fst == good {
+		a.Func = f
+	}
+	if s, fst := ao.str("field"); fst == good {
+		if segs, err := splitFieldPath(s); err != nil {
+			ao.fail("field", ao.get("field", kString), "invalid field path %q: %v", s, err)
+		} else {
+			a.Field, a.Path = s, segs
+		}
+	} else if fst == absent && a.Func != "" && a.Func != "count" {
+		ao.missingf("%s needs a %q", a.Func, "field")
+	}
+	return a, ao
 }
 
 // eventTime decodes a source's event_time block.

@@ -133,14 +133,19 @@ func New(cfg Config) (*Operator, error) {
 	return o, nil
 }
 
-func (o *Operator) pathIndex(path []string) int {
-	for i, p := range o.paths {
+func (o *Operator) pathIndex(path []string) int { return internPath(&o.paths, path) }
+
+// internPath returns the index of path in *paths, appending it if it is
+// new, so that each JSON field is looked up once per record however many
+// aggregates read it.
+func internPath(paths *[][]string, path []string) int {
+	for i, p := range *paths {
 		if slices.Equal(p, path) {
 			return i
 		}
 	}
-	o.paths = append(o.paths, slices.Clone(path))
-	return len(o.paths) - 1
+	*paths = append(*paths, slices.Clone(path))
+	return len(*paths) - 1
 }
 
 // Name implements engine.Operator.

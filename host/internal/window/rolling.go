@@ -277,15 +277,7 @@ func (c *RollingConfig) validate() error {
 	return nil
 }
 
-func (r *Rolling) pathIndex(path []string) int {
-	for i, p := range r.paths {
-		if slices.Equal(p, path) {
-			return i
-		}
-	}
-	r.paths = append(r.paths, slices.Clone(path))
-	return len(r.paths) - 1
-}
+func (r *Rolling) pathIndex(path []string) int { return internPath(&r.paths, path) }
 
 // Name implements engine.Operator.
 func (r *Rolling) Name() string { return r.cfg.Name }
