@@ -2,6 +2,8 @@ package state
 
 import (
 	"encoding/binary"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -16,6 +18,25 @@ type Store interface {
 	Get(key []byte) (value []byte, found bool, err error)
 	Apply(muts []Mutation) error
 }
+
+// Scanner is implemented by stores that can iterate their keys by prefix, as
+// restoring window state needs. Memory and Badger implement it.
+//
+// Scan calls fn for each key starting with prefix, in ascending byte order,
+// seeing every Apply completed before the call. key and value are valid only
+// during the call and must not be modified. Scan stops at, and returns, fn's
+// first error. Implementations must be safe for concurrent use; fn may call
+// the store.
+type Scanner interface {
+	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+var (
+	_ Scanner = (*Memory)(nil)
+	_ Scanner = (*Badger)(nil)
+	_ Store   = (*Memory)(nil)
+	_ Store   = (*Badger)(nil)
+)
 
 // Mutation is one write in a batch given to Store.Apply. A Delete mutation
 // ignores Value.
@@ -73,4 +94,28 @@ func (s *Memory) Len() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return len(s.m)
+}
+
+// Scan implements Scanner. It iterates a snapshot taken when called, so fn may
+// call the store.
+func (s *Memory) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	type kv struct {
+		k string
+		v []byte
+	}
+	s.mu.RLock()
+	var snap []kv
+	for k, v := range s.m {
+		if strings.HasPrefix(k, string(prefix)) {
+			snap = append(snap, kv{k, v})
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(snap, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	for _, e := range snap {
+		if err := fn([]byte(e.k), e.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
