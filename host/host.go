@@ -49,6 +49,8 @@ type Pipeline struct {
 	opts    Options
 	runtime *wasm.Runtime
 	plugins []*wasm.Plugin // per operator; nil for native operators
+	// closeStore closes a state store Load opened (badger); nil otherwise.
+	closeStore func() error
 }
 
 // Load reads, validates and prepares the pipeline at path: every plugin is
@@ -70,14 +72,24 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	if opts.CacheDir == "" {
 		opts.CacheDir = pluginbuild.DefaultCacheDir()
 	}
-	if opts.Store == nil {
-		opts.Store = state.NewMemory()
-	}
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, &loadError{kind: ErrConfig, err: err}
 	}
-	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators))}
+	var closeStore func() error
+	if opts.Store == nil {
+		switch cfg.State.Backend {
+		case config.StateBadger:
+			b, err := state.OpenBadger(state.BadgerOptions{Dir: cfg.State.Dir, Logger: opts.Logger})
+			if err != nil {
+				return nil, fmt.Errorf("%s: state.dir: %w", cfg.State.At("dir"), err)
+			}
+			opts.Store, closeStore = b, b.Close
+		default:
+			opts.Store = state.NewMemory()
+		}
+	}
+	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)), closeStore: closeStore}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		var native *engine.Step
@@ -93,6 +105,7 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 			// Build one now, so settings the operator rejects are a load error.
 			o, err := native.New(ctx)
 			if err != nil {
+				p.Close(ctx)
 				return nil, &loadError{kind: ErrConfig, err: err}
 			}
 			o.Close(ctx)
@@ -104,6 +117,7 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 		if p.runtime == nil {
 			p.runtime, err = wasm.NewRuntime(ctx, wasm.RuntimeOptions{CacheDir: opts.CacheDir, Logger: opts.Logger})
 			if err != nil {
+				p.Close(ctx)
 				return nil, err
 			}
 		}
@@ -169,14 +183,20 @@ func pluginOp(t config.OperatorType) abi.Op {
 // Name returns the pipeline's name.
 func (p *Pipeline) Name() string { return p.cfg.Name }
 
-// Close releases the compiled plugins. It is safe to call more than once.
+// Close releases the compiled plugins and closes a state store that Load
+// opened, writing its cached state to disk. It is safe to call more than
+// once.
 func (p *Pipeline) Close(ctx context.Context) error {
-	if p.runtime == nil {
-		return nil
+	var errs []error
+	if p.runtime != nil {
+		errs = append(errs, p.runtime.Close(ctx))
+		p.runtime = nil
 	}
-	err := p.runtime.Close(ctx)
-	p.runtime = nil
-	return err
+	if p.closeStore != nil {
+		errs = append(errs, p.closeStore())
+		p.closeStore = nil
+	}
+	return errors.Join(errs...)
 }
 
 // loadError marks an error from Load with its kind, and, for plugin errors,

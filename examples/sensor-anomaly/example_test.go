@@ -1,7 +1,10 @@
 package sensoranomaly_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,5 +34,63 @@ func TestSensorAnomalyThroughKafka(t *testing.T) {
 	}
 	if !strings.Contains(res.Stderr, "using an embedded broker") {
 		t.Errorf("the log does not say the embedded broker was used:\n%s", res.Stderr)
+	}
+}
+
+// TestSensorAnomalyStateSurvivesRestart splits the readings over two runs
+// of weir that keep state with the badger backend in one directory: the
+// second run's first alert uses the value the first run stored, so the two
+// outputs together are still the seed's 12 lines.
+func TestSensorAnomalyStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []map[string]any
+	b, err := os.ReadFile("readings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &all); err != nil {
+		t.Fatal(err)
+	}
+	for i, part := range [][]map[string]any{all[:4], all[4:]} {
+		var lines []string
+		for _, r := range part {
+			// Keep the seed's field order, which the serializer prints.
+			lines = append(lines, fmt.Sprintf(`{"id": %q, "kind": %q, "value": %v, "timestamp": %.0f}`, r["id"], r["kind"], r["value"], r["timestamp"]))
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part%d.jsonl", i)), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pipeline := fmt.Sprintf(`name: sensor-anomaly-durable
+state: {backend: badger, dir: state}
+sources: [{name: readings, type: file, path: part0.jsonl}]
+operators:
+  - {name: by-sensor, type: key_by, field: id}
+  - {name: detect, type: flat_map, plugin: %q, config: {threshold: 1}}
+  - {name: serialize, type: map, plugin: %q}
+sinks: [{name: console, type: stdout, format: raw}]
+`, filepath.Join(root, "plugins/anomaly"), filepath.Join(root, "plugins/serializer"))
+	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(pipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first := weirtest.Run(t, dir, "", "run", "pipeline.yaml")
+	if first.Code != 0 {
+		t.Fatalf("first run: exit %d\n%s", first.Code, first.Stderr)
+	}
+	t.Setenv("WEIR_SOURCES_READINGS_PATH", "part1.jsonl")
+	second := weirtest.Run(t, dir, "", "run", "pipeline.yaml")
+	if second.Code != 0 {
+		t.Fatalf("second run: exit %d\n%s", second.Code, second.Stderr)
+	}
+	want, err := os.ReadFile("expected-output.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.Stdout + second.Stdout; got != string(want) {
+		t.Fatalf("the two runs printed:\n%s\nwant:\n%s", got, want)
 	}
 }

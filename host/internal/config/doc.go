@@ -113,6 +113,9 @@
 //	    batch_max_bytes: 1048576   # 1..1073741824; absent = the client's default
 //	    acks: all           # all (default) | leader | none
 //	    delivery_timeout: 2m       # > 0, default 2m
+//	state:                  # optional: where keyed state (plugin state, windows) is kept
+//	  backend: memory       # memory (default; lost at exit) | badger (on disk, survives restarts)
+//	  dir: state            # badger: required; relative to the pipeline dir; its parent must exist
 //	dead_letter:            # optional, default {type: stderr}
 //	  type: file            # stderr | file | kafka
 //	  path: dlq.jsonl       # file: required; its directory must exist

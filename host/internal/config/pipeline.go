@@ -19,7 +19,7 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // Field sets, by element kind and type.
 var (
-	pipelineFields = []string{"version", "name", "engine", "kafka", "sources", "operators", "sinks", "dead_letter"}
+	pipelineFields = []string{"version", "name", "engine", "kafka", "state", "sources", "operators", "sinks", "dead_letter"}
 	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
 
 	sourceFields = map[SourceType][]string{
@@ -138,6 +138,7 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 		}
 	}
 	p.DeadLetter = d.deadLetter(o.get("dead_letter", kNode), p.Pos)
+	p.State = d.state(o)
 	o.finish(pipelineFields, pipelineFields, "pipelines")
 	for i := range p.Sources {
 		if s := &p.Sources[i]; s.Type == SourceKafka && s.Group == "" {

@@ -206,6 +206,7 @@ type Pipeline struct {
 	Operators  []Operator // in chain order; may be empty
 	Sinks      []Sink     // at least one
 	DeadLetter DeadLetter // where rejected records go
+	State      State      // where keyed state is kept
 }
 
 // UsesKafka reports whether any source, sink or the dead-letter output of
