@@ -758,17 +758,23 @@ func (o *Operator) flush() error {
 	}
 	clear(o.dirty)
 	o.dirty = o.dirty[:0]
-	if len(o.muts) == 0 {
-		return nil
-	}
-	err := o.cfg.Store.Apply(o.muts)
-	clear(o.muts)
-	o.muts = o.muts[:0]
-	o.arena.Reset()
-	if err != nil {
+	if err := applyMutations(o.cfg.Store, &o.muts, &o.arena); err != nil {
 		return fmt.Errorf("window %q: writing state: %w", o.cfg.Name, err)
 	}
 	return nil
+}
+
+// applyMutations writes *muts to store in one Apply, then empties it and
+// the arena that held its bytes for reuse (the Store copies what it keeps).
+func applyMutations(store state.Store, muts *[]state.Mutation, arena *record.Arena) error {
+	if len(*muts) == 0 {
+		return nil
+	}
+	err := store.Apply(*muts)
+	clear(*muts)
+	*muts = (*muts)[:0]
+	arena.Reset()
+	return err
 }
 
 func gcd(a, b int64) int64 {

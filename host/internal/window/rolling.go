@@ -889,14 +889,7 @@ func (r *Rolling) flush() error {
 	}
 	clear(r.dirty)
 	r.dirty = r.dirty[:0]
-	if len(r.muts) == 0 {
-		return nil
-	}
-	err := r.cfg.Store.Apply(r.muts)
-	clear(r.muts)
-	r.muts = r.muts[:0]
-	r.arena.Reset()
-	if err != nil {
+	if err := applyMutations(r.cfg.Store, &r.muts, &r.arena); err != nil {
 		return fmt.Errorf("rolling %q: writing state: %w", r.cfg.Name, err)
 	}
 	return nil
