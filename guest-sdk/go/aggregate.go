@@ -297,13 +297,7 @@ func (p *aggProcessor) addFrom(g aggregator) (done bool, err error) {
 		}
 		i := p.next
 		p.next++
-		p.rec = Record{
-			Key:       p.in.Key,
-			Value:     p.in.Value,
-			Timestamp: p.in.Timestamp,
-			Headers:   p.in.Headers,
-			index:     uint32(i),
-		}
+		p.rec = recordAt(&p.in, i)
 		if err := g.add(&p.rec); err != nil {
 			p.w.GroupError(i, err.Error())
 		}

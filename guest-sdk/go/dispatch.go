@@ -86,13 +86,7 @@ func (p *processor) runFrom(op abi.Op) (done bool, err error) {
 		}
 		i := p.next
 		p.next++
-		p.rec = Record{
-			Key:       p.in.Key,
-			Value:     p.in.Value,
-			Timestamp: p.in.Timestamp,
-			Headers:   p.in.Headers,
-			index:     uint32(i),
-		}
+		p.rec = recordAt(&p.in, i)
 		switch op {
 		case abi.OpMap:
 			p.mapOne(i)

@@ -26,3 +26,9 @@ type Record struct {
 
 	index uint32 // position in the batch; scopes state calls
 }
+
+// recordAt is the Record a user function sees for the decoded batch record
+// in at batch index i.
+func recordAt(in *abi.InRecord, i int) Record {
+	return Record{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, Headers: in.Headers, index: uint32(i)}
+}
