@@ -151,16 +151,7 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 		Logger:           p.opts.Logger,
 	})
 	if err != nil {
-		return nil, err
-	}
-	// Initialise one instance now, so that an init failure is a load error
-	// rather than a failure after input has been read.
-	w, err := plug.NewWorker(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Close(ctx); err != nil {
-		return nil, err
+		return nil, err // wasm's Load also ran the plugin's init: a bad config fails here
 	}
 	p.opts.Logger.Debug("plugin loaded", "operator", op.Name, "sha256", src.Hash)
 	return plug, nil
