@@ -78,15 +78,8 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	}
 	var closeStore func() error
 	if opts.Store == nil {
-		switch cfg.State.Backend {
-		case config.StateBadger:
-			b, err := state.OpenBadger(state.BadgerOptions{Dir: cfg.State.Dir, Logger: opts.Logger})
-			if err != nil {
-				return nil, fmt.Errorf("%s: state.dir: %w", cfg.State.At("dir"), err)
-			}
-			opts.Store, closeStore = b, b.Close
-		default:
-			opts.Store = state.NewMemory()
+		if opts.Store, closeStore, err = openStore(cfg, opts); err != nil {
+			return nil, err
 		}
 	}
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)), closeStore: closeStore}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -87,7 +88,7 @@ func (p *Pipeline) kafkaClient(ctx context.Context) (kafka.ClientConfig, func(),
 	return cc, stop, nil
 }
 
-func kafkaSource(s *config.Source, cc kafka.ClientConfig, log *slog.Logger) (engine.Source, error) {
+func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.Source, error) {
 	start := map[config.StartPosition]kafka.StartPosition{
 		config.StartEarliest: kafka.StartEarliest, config.StartLatest: kafka.StartLatest,
 		config.StartCommitted: kafka.StartCommitted, config.StartTimestamp: kafka.StartTimestamp,
@@ -96,10 +97,22 @@ func kafkaSource(s *config.Source, cc kafka.ClientConfig, log *slog.Logger) (eng
 	if s.Format == config.KafkaFormatRaw {
 		format = kafka.FormatRaw
 	}
+	c := &p.cfg.Checkpoints
+	var txn *kafka.TxnConfig
+	if c.Enabled && c.Delivery == config.ExactlyOnce {
+		txn = &kafka.TxnConfig{ID: c.TransactionalID, Timeout: max(time.Minute, 2*c.Interval)}
+		for i := range p.cfg.Sinks {
+			// The transaction's producer takes the first Kafka sink's settings.
+			if k := &p.cfg.Sinks[i]; k.Type == config.SinkKafka {
+				txn.Compression, txn.Linger, txn.BatchMaxBytes = string(k.Compression), k.Linger, k.BatchMaxBytes
+				break
+			}
+		}
+	}
 	src, err := kafka.NewSource(kafka.SourceConfig{
-		Name: s.Name, Client: cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group,
-		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: log,
-		StopAtEnd: s.StopAt == config.StopAtLatest,
+		Name: s.Name, Client: cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
+		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: p.opts.Logger,
+		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
@@ -107,11 +120,11 @@ func kafkaSource(s *config.Source, cc kafka.ClientConfig, log *slog.Logger) (eng
 	return src, nil
 }
 
-func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger) (engine.Sink, error) {
+func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger, txn *kafka.Txn) (engine.Sink, error) {
 	snk, err := kafka.NewSink(kafka.SinkConfig{
 		Name: s.Name, Client: cc, Topic: s.Topic, TopicField: s.TopicPath, KeyField: s.KeyPath,
 		Compression: string(s.Compression), Linger: s.Linger, BatchMaxBytes: s.BatchMaxBytes,
-		Acks: string(s.Acks), DeliveryTimeout: s.DeliveryTimeout, Logger: log,
+		Acks: string(s.Acks), DeliveryTimeout: s.DeliveryTimeout, Logger: log, Txn: txn,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)

@@ -99,18 +99,31 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 			stop()
 		}
 	}()
+	var txn *kafka.Txn
+	kafkaRun := false
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
 		if s.Type == config.SourceKafka {
-			src, err := kafkaSource(s, cc, p.opts.Logger)
+			src, err := p.kafkaSource(s, cc)
 			if err != nil {
 				return nil, nil, err
 			}
 			ep.Sources = append(ep.Sources, src)
+			kafkaRun = true
+			if t := src.Txn(); t != nil {
+				txn = t
+			}
 			continue
 		}
 		ep.Sources = append(ep.Sources, p.source(s))
 	}
+	ck, closeChangelog, err := p.setUpCheckpoints(ctx, cc, txn, kafkaRun)
+	if err != nil {
+		return nil, nil, err
+	}
+	ep.Checkpointing = ck
+	stopKafka := stop
+	stop = func() { closeChangelog(); stopKafka() }
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
@@ -155,7 +168,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 		case config.SinkDiscard:
 			ep.Sinks = append(ep.Sinks, engine.NewDiscardSink(s.Name))
 		case config.SinkKafka:
-			ks, err := kafkaSink(s, cc, p.opts.Logger)
+			ks, err := kafkaSink(s, cc, p.opts.Logger, txn)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -170,7 +183,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 		}
 		ep.DeadLetter = engine.NewDeadLetterWriter(dl.Path, f, true)
 	case config.DeadLetterKafka:
-		ks, err := kafka.NewDeadLetterSink(kafka.DeadLetterConfig{Client: cc, Topic: dl.Topic, Logger: p.opts.Logger})
+		ks, err := kafka.NewDeadLetterSink(kafka.DeadLetterConfig{Client: cc, Topic: dl.Topic, Logger: p.opts.Logger, Txn: txn})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: dead_letter: %w", dl.Pos, err)
 		}

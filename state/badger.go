@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +43,18 @@ var ErrClosed = errors.New("state: store is closed")
 // batch it accepts can always be written back later.
 const (
 	maxBadgerKey = 65000
-	badgerPrefix = "!badger!"
+	badgerPrefix = "!badger!" // badger's own
+	// metaPrefix holds the store's own records. It is reserved, and Scan
+	// never shows it.
+	metaPrefix = "\x00\x00weir-meta\x00"
+)
+
+// The checkpoint records, under the reserved prefix. committedKey holds the
+// last committed checkpoint's metadata, written at the version of the state
+// it describes; preparedKey the metadata of a prepared checkpoint.
+var (
+	committedKey = []byte(metaPrefix + "checkpoint")
+	preparedKey  = []byte(metaPrefix + "prepared")
 )
 
 // cacheEntryOverhead approximates the bytes a cache entry costs besides its
@@ -67,6 +79,11 @@ type BadgerOptions struct {
 	SyncWrites bool
 	// Logger receives badger's log output. nil means slog.Default().
 	Logger *slog.Logger
+	// Checkpointed says that state is made durable only by checkpoints
+	// (Checkpoint, or Prepare and Commit): Close then drops what was
+	// applied since the last one, as a crash would, instead of writing it.
+	// Without it Close flushes and commits everything, with no metadata.
+	Checkpointed bool
 }
 
 // Badger is a durable Store backed by badger, for state larger than memory.
@@ -78,6 +95,21 @@ type BadgerOptions struct {
 // or Close is everything in badger (and, without SyncWrites, only in the OS
 // page cache until badger syncs); state applied since the last Flush is lost
 // on a crash. Durable, consistent state is the job of checkpoints, which Flush.
+//
+// # Checkpoints
+//
+// Badger runs in badger's managed mode: every write carries a version, the
+// number of the checkpoint epoch it belongs to. Checkpoint writes the
+// epoch's dirty entries and then, as one small transaction, a record of
+// the epoch's metadata (the engine's source positions, watermarks); that
+// record is the commit point. On open, every key written after the last
+// committed epoch (by evictions, or by a checkpoint that crashed before its
+// record) is restored to its value at that epoch, so the store is exactly
+// as checkpointed, however large the epoch was. A two-phase variant,
+// Prepare then Commit, serves exactly-once runs, where the checkpoint also
+// commits a Kafka transaction: a prepared epoch left by a crash is kept or
+// rolled back by Resolve, once the caller knows whether the transaction
+// committed. A store that never saw a checkpoint is not rolled back.
 //
 // A Badger is safe for concurrent use. Writes, cache hits and evictions are
 // serialized by one mutex; reads that miss the cache go to badger without it.
@@ -100,7 +132,33 @@ type Badger struct {
 	// writeSeq counts writes to badger; a Get that read badger without the
 	// lock trusts its result only if no write happened meanwhile.
 	writeSeq uint64
+	// ver is the version of the current epoch: writes carry it, reads see
+	// it and everything older.
+	ver uint64
+	// committed is the version and metadata of the last committed
+	// checkpoint (hasCommitted is false if there is none).
+	committed    Checkpoint
+	hasCommitted bool
+	// prepared is a prepared checkpoint not yet committed: one found on
+	// open (awaiting Resolve), or one Prepare wrote.
+	prepared    Checkpoint
+	hasPrepared bool
+	// unresolved is set while a prepared checkpoint found on open awaits
+	// Resolve; reads and writes fail until then.
+	unresolved   bool
+	checkpointed bool // BadgerOptions.Checkpointed
 }
+
+// Checkpoint is a committed or prepared checkpoint of a store: the version
+// of the state it describes, and the metadata given with it.
+type Checkpoint struct {
+	Version uint64
+	Meta    []byte
+}
+
+// ErrUnresolved is returned by a Badger that found a prepared checkpoint on
+// open, until Resolve is called.
+var ErrUnresolved = errors.New("state: a prepared checkpoint awaits Resolve")
 
 // cacheEntry is one cached key: a value, or a tombstone when del is set. val
 // is never modified once stored, so Get may hand it out.
@@ -144,7 +202,7 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		// only cost memory.
 		WithDetectConflicts(false).
 		WithMetricsEnabled(false)
-	db, err := badger.Open(bo)
+	db, err := badger.OpenManaged(bo)
 	if err != nil {
 		return nil, fmt.Errorf("state: open badger in %s: %w", opts.Dir, err)
 	}
@@ -160,13 +218,292 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 		maxValue: bo.ValueLogFileSize,
 		// Badger rejects a transaction above 15% of a memtable; stay
 		// under it, allowing for badger's per-entry overhead.
-		maxTxn:  bo.MemTableSize / 10,
-		stopGC:  cancel,
-		gcDone:  make(chan struct{}),
-		entries: make(map[string]*cacheEntry),
+		maxTxn:       bo.MemTableSize / 10,
+		stopGC:       cancel,
+		gcDone:       make(chan struct{}),
+		entries:      make(map[string]*cacheEntry),
+		ver:          db.MaxVersion() + 1,
+		checkpointed: opts.Checkpointed,
+	}
+	if err := b.recover(); err != nil {
+		cancel()
+		return nil, errors.Join(fmt.Errorf("state: recovering badger in %s: %w", opts.Dir, err), db.Close())
 	}
 	go b.runGC(ctx)
 	return b, nil
+}
+
+// recover reads the checkpoint records and rolls back whatever was written
+// after the last committed checkpoint, unless a prepared checkpoint awaits
+// Resolve.
+func (b *Badger) recover() error {
+	var err error
+	if b.committed, b.hasCommitted, err = b.readRecord(committedKey); err != nil {
+		return err
+	}
+	if b.prepared, b.hasPrepared, err = b.readRecord(preparedKey); err != nil {
+		return err
+	}
+	if b.hasPrepared && (!b.hasCommitted || b.prepared.Version > b.committed.Version) {
+		b.unresolved = true
+		return nil
+	}
+	b.hasPrepared = false
+	if !b.hasCommitted {
+		return nil
+	}
+	return b.rollback(b.committed)
+}
+
+// readRecord reads a checkpoint record, whatever its version.
+func (b *Badger) readRecord(key []byte) (Checkpoint, bool, error) {
+	txn := b.db.NewTransactionAt(math.MaxUint64, false)
+	defer txn.Discard()
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return Checkpoint{}, false, nil
+	}
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	meta, err := item.ValueCopy(nil)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	return Checkpoint{Version: item.Version(), Meta: meta}, true, nil
+}
+
+// rollback restores every key written after checkpoint to to its value
+// then, writing the restored values and the checkpoint record again at a
+// new version, which becomes the committed one. Only the keys written since
+// are visited (badger skips tables older than to.Version). A crash during
+// rollback leaves the old record, so the next open rolls back again.
+func (b *Badger) rollback(to Checkpoint) error {
+	var keys [][]byte
+	txn := b.db.NewTransactionAt(math.MaxUint64, false)
+	io := badger.IteratorOptions{AllVersions: true, SinceTs: to.Version}
+	it := txn.NewIterator(io)
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if bytes.HasPrefix(k, []byte(metaPrefix)) {
+			continue
+		}
+		if n := len(keys); n == 0 || !bytes.Equal(keys[n-1], k) {
+			keys = append(keys, it.Item().KeyCopy(nil))
+		}
+	}
+	it.Close()
+	txn.Discard()
+
+	ver := b.db.MaxVersion() + 1
+	wb := b.db.NewWriteBatchAt(ver)
+	defer wb.Cancel()
+	old := b.db.NewTransactionAt(to.Version, false)
+	defer old.Discard()
+	for _, k := range keys {
+		item, err := old.Get(k)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			err = wb.Delete(k)
+		case err == nil:
+			var v []byte
+			if v, err = item.ValueCopy(nil); err == nil {
+				err = wb.Set(k, v)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := wb.Delete(bytes.Clone(preparedKey)); err != nil {
+		return err
+	}
+	if err := wb.Set(bytes.Clone(committedKey), to.Meta); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return err
+	}
+	if len(keys) > 0 {
+		b.log.Info("state: rolled back writes made after the last checkpoint", "keys", len(keys))
+	}
+	b.committed = Checkpoint{Version: ver, Meta: to.Meta}
+	b.hasCommitted, b.hasPrepared, b.unresolved = true, false, false
+	b.ver = ver + 1
+	b.db.SetDiscardTs(ver)
+	return nil
+}
+
+// Committed returns the last committed checkpoint, as found on open or
+// written since. ok is false if the store has none.
+func (b *Badger) Committed() (cp Checkpoint, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.committed, b.hasCommitted
+}
+
+// Prepared returns the prepared checkpoint found on open that awaits
+// Resolve. ok is false if there is none.
+func (b *Badger) Prepared() (cp Checkpoint, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.prepared, b.unresolved
+}
+
+// Resolve decides the prepared checkpoint found on open: commit keeps it as
+// the committed checkpoint, otherwise the store rolls back to the one
+// before. Either way, writes made after it are rolled back. It does nothing
+// if nothing awaits resolution.
+func (b *Badger) Resolve(commit bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if !b.unresolved {
+		return nil
+	}
+	to := b.committed
+	if commit {
+		to = b.prepared
+	}
+	if err := b.rollback(to); err != nil {
+		return fmt.Errorf("state: resolving the prepared checkpoint: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint makes everything applied so far durable and commits it with
+// meta, atomically: after a crash the store reopens exactly as of the last
+// Checkpoint (or Commit). Like Flush, it keeps cached entries cached.
+func (b *Badger) Checkpoint(meta []byte) error {
+	if err := b.Prepare(meta); err != nil {
+		return err
+	}
+	return b.Commit(nil)
+}
+
+// Prepare makes everything applied so far durable as a prepared checkpoint
+// with meta, without committing it: a crash before Commit leaves it for
+// Resolve to keep or roll back on the next open. Nothing may be applied
+// between Prepare and Commit.
+func (b *Badger) Prepare(meta []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if err := b.flushLocked(); err != nil {
+		return err
+	}
+	b.writeSeq++
+	txn := b.db.NewTransactionAt(b.ver, true)
+	defer txn.Discard()
+	if err := txn.Set(bytes.Clone(preparedKey), bytes.Clone(meta)); err != nil {
+		return err
+	}
+	if err := txn.CommitAt(b.ver, nil); err != nil {
+		return fmt.Errorf("state: badger prepare: %w", err)
+	}
+	b.prepared, b.hasPrepared = Checkpoint{Version: b.ver, Meta: bytes.Clone(meta)}, true
+	return nil
+}
+
+// Changes calls fn for every key written since the last committed
+// checkpoint, with its value now, or deleted set: after Prepare, the
+// prepared epoch's changes, which a changelog records. Keys come in
+// ascending order; key and value are valid only during the call. It must
+// not run concurrently with Apply.
+func (b *Badger) Changes(fn func(key, value []byte, deleted bool) error) error {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	if b.dirty > 0 {
+		b.mu.Unlock()
+		return errors.New("state: Changes before Prepare")
+	}
+	var since uint64
+	if b.hasCommitted {
+		since = b.committed.Version
+	}
+	txn := b.db.NewTransactionAt(b.ver, false)
+	b.mu.Unlock()
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{AllVersions: true, SinceTs: since, PrefetchValues: false})
+	defer it.Close()
+	var last []byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if bytes.Equal(k, last) || bytes.HasPrefix(k, []byte(metaPrefix)) {
+			continue // an older version; the newest came first
+		}
+		last = append(last[:0], k...)
+		if item.IsDeletedOrExpired() {
+			if err := fn(k, nil, true); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := item.Value(func(v []byte) error { return fn(k, v, false) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commit commits the checkpoint Prepare wrote, with meta, or with the meta
+// given to Prepare when meta is nil.
+func (b *Badger) Commit(meta []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if !b.hasPrepared || b.prepared.Version != b.ver {
+		return errors.New("state: Commit without Prepare")
+	}
+	if b.dirty > 0 {
+		return errors.New("state: state was applied between Prepare and Commit")
+	}
+	b.hasPrepared = false
+	if meta == nil {
+		meta = b.prepared.Meta
+	}
+	return b.commitLocked(meta)
+}
+
+// commitLocked writes the committed record with meta at the current
+// version, which must hold everything applied (flushed), and starts the
+// next epoch. Call with b.mu held.
+func (b *Badger) commitLocked(meta []byte) error {
+	b.writeSeq++
+	txn := b.db.NewTransactionAt(b.ver, true)
+	defer txn.Discard()
+	if err := txn.Set(bytes.Clone(committedKey), bytes.Clone(meta)); err != nil {
+		return err
+	}
+	if err := txn.CommitAt(b.ver, nil); err != nil {
+		return fmt.Errorf("state: badger commit: %w", err)
+	}
+	b.committed, b.hasCommitted = Checkpoint{Version: b.ver, Meta: bytes.Clone(meta)}, true
+	b.db.SetDiscardTs(b.ver)
+	b.ver++
+	return nil
+}
+
+// usable returns why the store cannot be used now, if it cannot. Call with
+// b.mu held.
+func (b *Badger) usable() error {
+	if b.closed {
+		return ErrClosed
+	}
+	if b.unresolved {
+		return ErrUnresolved
+	}
+	return nil
 }
 
 // runGC runs value-log GC every valueLogGCInterval until ctx is done.
@@ -197,19 +534,19 @@ func (b *Badger) runGC(ctx context.Context) {
 // Get is safe for concurrent use; it returns ErrClosed after Close.
 func (b *Badger) Get(key []byte) ([]byte, bool, error) {
 	b.mu.Lock()
-	if b.closed {
+	if err := b.usable(); err != nil {
 		b.mu.Unlock()
-		return nil, false, ErrClosed
+		return nil, false, err
 	}
 	if e, ok := b.entries[string(key)]; ok {
 		b.touch(e)
 		b.mu.Unlock()
 		return e.val, !e.del, nil
 	}
-	seq := b.writeSeq
+	seq, ver := b.writeSeq, b.ver
 	b.mu.Unlock()
 
-	val, found, err := b.readDB(key)
+	val, found, err := b.readDB(key, ver)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -223,7 +560,7 @@ func (b *Badger) Get(key []byte) ([]byte, bool, error) {
 	}
 	if b.writeSeq != seq {
 		// Badger was written during the read: read again, holding the lock.
-		val, found, err = b.readDB(key)
+		val, found, err = b.readDB(key, b.ver)
 	}
 	if err != nil {
 		return nil, false, err
@@ -237,16 +574,14 @@ func (b *Badger) Get(key []byte) ([]byte, bool, error) {
 	return val, found, nil
 }
 
-func (b *Badger) readDB(key []byte) ([]byte, bool, error) {
+func (b *Badger) readDB(key []byte, ver uint64) ([]byte, bool, error) {
+	txn := b.db.NewTransactionAt(ver, false)
+	defer txn.Discard()
 	var val []byte
-	err := b.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		if err != nil {
-			return err
-		}
+	item, err := txn.Get(key)
+	if err == nil {
 		val, err = item.ValueCopy(nil)
-		return err
-	})
+	}
 	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, false, nil
 	}
@@ -285,8 +620,8 @@ func (b *Badger) Apply(muts []Mutation) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
+	if err := b.usable(); err != nil {
+		return err
 	}
 	if size > b.capacity {
 		if err := b.writeDB(len(muts), size, func(yield func(key, val []byte, del bool) error) error {
@@ -333,6 +668,8 @@ func (b *Badger) checkMutation(m *Mutation) error {
 		return fmt.Errorf("state: badger: key of %d bytes exceeds %d", len(m.Key), maxBadgerKey)
 	case bytes.HasPrefix(m.Key, []byte(badgerPrefix)):
 		return fmt.Errorf("state: badger: key %q uses reserved prefix %q", m.Key, badgerPrefix)
+	case bytes.HasPrefix(m.Key, []byte(metaPrefix)):
+		return fmt.Errorf("state: badger: key %q uses reserved prefix %q", m.Key, metaPrefix)
 	case !m.Delete && int64(len(m.Value)) > b.maxValue:
 		return fmt.Errorf("state: badger: value of %d bytes exceeds %d", len(m.Value), b.maxValue)
 	}
@@ -349,17 +686,20 @@ func (b *Badger) writeDB(n int, size int64, each func(yield func(key, val []byte
 	b.writeSeq++
 	err := badger.ErrTxnTooBig
 	if size <= b.maxTxn {
-		err = b.db.Update(func(txn *badger.Txn) error {
-			return each(func(key, val []byte, del bool) error {
-				if del {
-					return txn.Delete(key)
-				}
-				return txn.Set(key, val)
-			})
+		txn := b.db.NewTransactionAt(b.ver, true)
+		err = each(func(key, val []byte, del bool) error {
+			if del {
+				return txn.Delete(key)
+			}
+			return txn.Set(key, val)
 		})
+		if err == nil {
+			err = txn.CommitAt(b.ver, nil)
+		}
+		txn.Discard()
 	}
 	if errors.Is(err, badger.ErrTxnTooBig) {
-		wb := b.db.NewWriteBatch()
+		wb := b.db.NewWriteBatchAt(b.ver)
 		defer wb.Cancel()
 		err = each(func(key, val []byte, del bool) error {
 			// WriteBatch keeps the slices until it commits; ours may
@@ -428,8 +768,8 @@ func (b *Badger) makeRoom(need int64) error {
 func (b *Badger) Flush() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
+	if err := b.usable(); err != nil {
+		return err
 	}
 	return b.flushLocked()
 }
@@ -469,7 +809,16 @@ func (b *Badger) flushLocked() error {
 func (b *Badger) Close() error {
 	b.closeOnce.Do(func() {
 		b.mu.Lock()
-		flushErr := b.flushLocked()
+		var flushErr error
+		if !b.checkpointed && !b.unresolved {
+			flushErr = b.flushLocked()
+			if flushErr == nil && b.hasCommitted {
+				// A store once checkpointed rolls back to its last
+				// checkpoint on open: commit what this run wrote.
+				b.hasPrepared = false
+				flushErr = b.commitLocked(nil)
+			}
+		}
 		b.closed = true
 		b.entries, b.head, b.tail, b.used, b.dirty = nil, nil, nil, 0, 0
 		b.mu.Unlock()
@@ -488,9 +837,9 @@ func (b *Badger) Close() error {
 // concurrent use and returns ErrClosed after Close.
 func (b *Badger) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	b.mu.Lock()
-	if b.closed {
+	if err := b.usable(); err != nil {
 		b.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	// Snapshot the cached entries under the prefix and badger together, so
 	// the two agree. Cached values are immutable, so sharing them is safe.
@@ -500,7 +849,7 @@ func (b *Badger) Scan(prefix []byte, fn func(key, value []byte) error) error {
 			cached = append(cached, e)
 		}
 	}
-	txn := b.db.NewTransaction(false)
+	txn := b.db.NewTransactionAt(b.ver, false)
 	b.mu.Unlock()
 	defer txn.Discard()
 	slices.SortFunc(cached, func(x, y *cacheEntry) int { return strings.Compare(x.key, y.key) })
@@ -514,6 +863,10 @@ func (b *Badger) Scan(prefix []byte, fn func(key, value []byte) error) error {
 		var dbKey []byte
 		if it.ValidForPrefix(prefix) {
 			dbKey = it.Item().Key()
+		}
+		if dbKey != nil && bytes.HasPrefix(dbKey, []byte(metaPrefix)) {
+			it.Next()
+			continue
 		}
 		if dbKey == nil && len(cached) == 0 {
 			return nil

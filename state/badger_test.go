@@ -314,7 +314,7 @@ func TestBadgerFlushWritesThrough(t *testing.T) {
 	if err := b.Apply([]Mutation{set("a", "1"), set("b", "2")}); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, _ := b.readDB([]byte("a")); found {
+	if _, found, _ := b.readDB([]byte("a"), b.ver); found {
 		t.Fatal("a in badger before Flush; the cache should hold it")
 	}
 	if err := b.Flush(); err != nil {
@@ -326,10 +326,10 @@ func TestBadgerFlushWritesThrough(t *testing.T) {
 	if err := b.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if v, found, _ := b.readDB([]byte("a")); !found || string(v) != "1" {
+	if v, found, _ := b.readDB([]byte("a"), b.ver); !found || string(v) != "1" {
 		t.Fatalf("badger a = %q, %v after Flush", v, found)
 	}
-	if _, found, _ := b.readDB([]byte("b")); found {
+	if _, found, _ := b.readDB([]byte("b"), b.ver); found {
 		t.Fatal("badger still has deleted b after Flush")
 	}
 }

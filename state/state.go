@@ -31,11 +31,27 @@ type Scanner interface {
 	Scan(prefix []byte, fn func(key, value []byte) error) error
 }
 
+// Checkpointer is implemented by stores that take consistent checkpoints
+// (Badger): Checkpoint makes everything applied so far durable, with meta,
+// atomically; Prepare and Commit do the same in two steps, for a caller
+// that must commit something else (a Kafka transaction) in between, and
+// may commit with other meta (nil keeps Prepare's). Changes lists, after
+// Prepare, what the epoch changed. Committed returns the last committed
+// checkpoint. Nothing may be applied while a checkpoint is taken.
+type Checkpointer interface {
+	Checkpoint(meta []byte) error
+	Prepare(meta []byte) error
+	Changes(fn func(key, value []byte, deleted bool) error) error
+	Commit(meta []byte) error
+	Committed() (Checkpoint, bool)
+}
+
 var (
-	_ Scanner = (*Memory)(nil)
-	_ Scanner = (*Badger)(nil)
-	_ Store   = (*Memory)(nil)
-	_ Store   = (*Badger)(nil)
+	_ Checkpointer = (*Badger)(nil)
+	_ Scanner      = (*Memory)(nil)
+	_ Scanner      = (*Badger)(nil)
+	_ Store        = (*Memory)(nil)
+	_ Store        = (*Badger)(nil)
 )
 
 // Mutation is one write in a batch given to Store.Apply. A Delete mutation

@@ -255,6 +255,9 @@ func (d *decoder) kafkaSource(o *object, s *Source) {
 	if g, st := o.nonEmpty("group"); st == good {
 		s.Group = g
 	}
+	if id, st := o.nonEmpty("instance_id"); st == good {
+		s.InstanceID = id
+	}
 	if v, n, st := o.strNode("start"); st == good {
 		if start, ts, err := parseStart(v); err != nil {
 			o.fail("start", n, "%v", err)

@@ -19,14 +19,14 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // Field sets, by element kind and type.
 var (
-	pipelineFields = []string{"version", "name", "engine", "kafka", "state", "sources", "operators", "sinks", "dead_letter"}
+	pipelineFields = []string{"version", "name", "engine", "kafka", "state", "checkpoints", "sources", "operators", "sinks", "dead_letter"}
 	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
 
 	sourceFields = map[SourceType][]string{
 		SourceFile:      {"name", "type", "path", "format", "event_time"},
 		SourceStdin:     {"name", "type", "format", "event_time"},
 		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields", "event_time"},
-		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "start", "stop_at", "format", "event_time"},
+		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "instance_id", "start", "stop_at", "format", "event_time"},
 	}
 	operatorFields = map[OperatorType][]string{
 		OperatorKeyBy:   {"name", "type", "field"},
@@ -139,6 +139,7 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 	}
 	p.DeadLetter = d.deadLetter(o.get("dead_letter", kNode), p.Pos)
 	p.State = d.state(o)
+	p.Checkpoints = d.checkpoints(o)
 	o.finish(pipelineFields, pipelineFields, "pipelines")
 	for i := range p.Sources {
 		if s := &p.Sources[i]; s.Type == SourceKafka && s.Group == "" {
@@ -146,6 +147,7 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 		}
 	}
 	d.crossCheck(p)
+	d.crossCheckCheckpoints(p)
 	return p
 }
 

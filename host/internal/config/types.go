@@ -207,6 +207,8 @@ type Pipeline struct {
 	Sinks      []Sink     // at least one
 	DeadLetter DeadLetter // where rejected records go
 	State      State      // where keyed state is kept
+	// Checkpoints configures checkpoints and the delivery guarantee.
+	Checkpoints Checkpoints
 }
 
 // UsesKafka reports whether any source, sink or the dead-letter output of
@@ -310,8 +312,13 @@ type Source struct {
 	// TopicRegex is a Go regexp (RE2 syntax) that compiles; it subscribes
 	// to every topic it matches anywhere in the name, as franz-go does, so
 	// write ^…$ to match whole names.
-	TopicRegex     string
-	Group          string        // consumer group, default the pipeline name
+	TopicRegex string
+	Group      string // consumer group, default the pipeline name
+	// InstanceID makes the member static (group.instance.id, KIP-345): a
+	// restarted instance takes its partitions back at once, rather than
+	// after the session timeout of the member it replaces. Each running
+	// instance needs its own.
+	InstanceID     string
 	Start          StartPosition // default StartEarliest
 	StartTimestamp int64         // StartTimestamp: epoch milliseconds, >= 0; 0 otherwise
 	StopAt         StopAt        // default StopNever

@@ -18,6 +18,7 @@ import (
 // which workers append to concurrently.
 type batch struct {
 	source  int // index of the source that filled it
+	marker  int // markerNone, or the news a record-less batch carries (checkpoint.go)
 	records []record.Record
 	arena   record.Arena
 	dead    []record.DeadLetter
@@ -125,6 +126,7 @@ func (pc *piece) reset() {
 }
 
 func (b *batch) reset() {
+	b.marker = markerNone
 	clear(b.records)
 	b.records = b.records[:0]
 	b.arena.Reset()

@@ -58,6 +58,9 @@ type Pipeline struct {
 	// WatermarkInterval is how often watermarks are sent on while input is
 	// quiet; default 200ms.
 	WatermarkInterval time.Duration
+	// Checkpointing, if set, makes the run take checkpoints and, with
+	// Restore, continue from one.
+	Checkpointing *Checkpointing
 }
 
 // Counts are a stage's record counts after a run.
@@ -111,7 +114,22 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	hard, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
 
+	ck := p.Checkpointing
+	var restore *Checkpoint
+	if ck != nil {
+		restore = ck.Restore
+		err := Checkpointable(p.Sources)
+		if ck.Commit == nil {
+			err = errNoCommit
+		}
+		if err != nil {
+			return Summary{}, errors.Join(append([]error{err}, p.closeOutputs()...)...)
+		}
+	}
 	segs, err := p.segments(hard, par, depth)
+	if err == nil && restore != nil {
+		err = p.restoreOperators(hard, segs, par, restore.Watermark)
+	}
 	closeOps := func() []error {
 		var errs []error
 		for _, s := range segs {
@@ -127,10 +145,12 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	}
 	if err != nil {
 		errs := append([]error{err}, closeOps()...)
+		errs = append(errs, p.closeOutputs()...)
 		return Summary{}, errors.Join(errs...)
 	}
 
-	pool := newPool(2*depth*par+len(p.Sources)+2, batchSize)
+	// A source may hold one more batch for a barrier or end marker.
+	pool := newPool(2*depth*par+2*len(p.Sources)+2, batchSize)
 	srcCh := make(chan *batch, depth)
 	sinkCh := make(chan *piece, depth*par)
 	sum := Summary{
@@ -138,21 +158,50 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		Steps:   make([]Counts, len(p.Steps)),
 		Sinks:   make([]Counts, len(p.Sinks)),
 	}
+	var bar *barrier
+	if ck != nil {
+		bar = newBarrier()
+	}
+	outs := make([]*Out, len(p.Sources))
+	for i, s := range p.Sources {
+		outs[i] = &Out{ctx: hard, pool: pool, ch: srcCh, source: i, name: s.Name(), batchSize: batchSize, bar: bar}
+		if i < len(p.EventTime) {
+			outs[i].et = p.EventTime[i]
+		}
+	}
+	if bar != nil {
+		bar.outs = outs
+		for i, s := range p.Sources {
+			if _, ok := s.(Snapshotter); !ok {
+				outs[i].auto = true
+			}
+		}
+	}
+	wms := newWatermarks(p.EventTime, len(p.Sources), time.Now)
+	if restore != nil {
+		err := p.restoreSources(restore, outs)
+		if err == nil {
+			err = wms.restore(restore.Times)
+		}
+		if err != nil {
+			errs := append([]error{fmt.Errorf("restoring checkpoint %d: %w", restore.Epoch, err)}, closeOps()...)
+			errs = append(errs, p.closeOutputs()...)
+			return Summary{}, errors.Join(errs...)
+		}
+	}
 
 	var srcWG sync.WaitGroup
 	for i, s := range p.Sources {
 		srcWG.Add(1)
 		go func() {
 			defer srcWG.Done()
-			out := &Out{ctx: hard, pool: pool, ch: srcCh, source: i, name: s.Name(), batchSize: batchSize}
-			if i < len(p.EventTime) {
-				out.et = p.EventTime[i]
-			}
+			out := outs[i]
 			err := s.Run(ctx, out)
 			sum.Sources[i] = Counts{Name: s.Name(), Out: out.count, Dead: out.dead}
 			if err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) && hard.Err() == nil {
 				fail(err)
 			}
+			out.end()
 		}()
 	}
 	go func() {
@@ -166,11 +215,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	// back to the pool. complete runs on whichever goroutine finishes the
 	// last piece of work. Batches made by workers for what operators emit on
 	// a watermark have no source and are not from the bounded pool.
+	work := newBusy()
 	complete := func(b *batch, err error) {
 		if err != nil {
 			fail(err)
 			return
 		}
+		defer work.done()
 		if b.source < 0 {
 			b.reset()
 			emitPool.Put(b)
@@ -185,6 +236,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	// newEmit makes a batch for what a worker's operators emit on a
 	// watermark, held by the worker until it has handed it on.
 	newEmit := func() *batch {
+		work.add()
 		b := emitPool.Get().(*batch)
 		b.source = -1
 		b.ack.reset(func(err error) { complete(b, err) })
@@ -237,6 +289,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				sent[w] = wm
 			} else if wm > sent[w] {
 				sent[w] = wm
+				work.add()
 				send(s.in[w], watermarkPiece(wm, from))
 			}
 		}
@@ -245,10 +298,77 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	// The dispatcher cuts each source batch into pieces for the first
 	// segment's workers, and tracks the watermark, which it also sends on a
 	// tick so that event time moves on while input is quiet.
+	// The dispatcher's watermark and epoch, read by the final checkpoint
+	// after it has ended.
+	var (
+		lastWM = NoWatermark // the last watermark forwarded, but the final one
+		epoch  uint64
+	)
+	if restore != nil {
+		lastWM, epoch = restore.Watermark, restore.Epoch
+	}
+	// checkpoint takes a checkpoint of the quiesced pipeline: every source
+	// is at a barrier or has ended, and nothing is in flight.
+	checkpoint := func() error {
+		if err := work.wait(hard); err != nil {
+			return err
+		}
+		epoch++
+		scs, err := p.snapshotSources(outs)
+		if err != nil {
+			return err
+		}
+		cp := &Checkpoint{Epoch: epoch, Sources: scs, Watermark: lastWM, Times: wms.snapshot()}
+		if err := ck.Commit(hard, cp); err != nil {
+			return fmt.Errorf("checkpoint %d: %w", epoch, err)
+		}
+		for _, s := range p.Sources {
+			if l, ok := s.(CheckpointListener); ok {
+				if err := l.CheckpointComplete(hard, cp); err != nil {
+					return fmt.Errorf("checkpoint %d: source %q: %w", epoch, s.Name(), err)
+				}
+			}
+		}
+		return nil
+	}
 	go func() {
 		sent := make([]int64, par)
 		for i := range sent {
-			sent[i] = NoWatermark
+			sent[i] = lastWM
+		}
+		// Checkpoint barriers: a checkpoint starts when ckTimer fires;
+		// it is taken once every source has paused or ended.
+		var (
+			ckTimer   *time.Timer
+			ckC       <-chan time.Time
+			pending   bool
+			paused    = make([]bool, len(p.Sources))
+			ended     = make([]bool, len(p.Sources))
+			inBarrier = func() bool {
+				for i := range paused {
+					if !paused[i] && !ended[i] {
+						return false
+					}
+				}
+				return true
+			}
+		)
+		if ck != nil && ck.Interval > 0 {
+			ckTimer = time.NewTimer(ck.Interval)
+			defer ckTimer.Stop()
+			ckC = ckTimer.C
+		}
+		maybeCheckpoint := func() {
+			if !pending || !inBarrier() {
+				return
+			}
+			if err := checkpoint(); err != nil {
+				fail(err)
+			}
+			pending = false
+			clear(paused)
+			bar.release()
+			ckTimer.Reset(ck.Interval)
 		}
 		defer func() {
 			if len(segs) > 0 {
@@ -259,7 +379,6 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				close(sinkCh)
 			}
 		}()
-		wms := newWatermarks(p.EventTime, len(p.Sources), time.Now)
 		tick := time.NewTicker(p.watermarkInterval())
 		defer tick.Stop()
 		rr := 0
@@ -269,7 +388,27 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			case b = <-srcCh:
 			case <-tick.C:
 				if hard.Err() == nil {
-					forward(0, 0, sent, nil, wms.current(), nil)
+					lastWM = wms.current()
+					forward(0, 0, sent, nil, lastWM, nil)
+				}
+				continue
+			case <-ckC:
+				if hard.Err() == nil {
+					pending = true
+					bar.request()
+					maybeCheckpoint()
+				}
+				continue
+			}
+			if b != nil && b.marker != markerNone {
+				if b.marker == markerEnd {
+					ended[b.source] = true
+				} else {
+					paused[b.source] = true
+				}
+				pool.put(b)
+				if hard.Err() == nil {
+					maybeCheckpoint()
 				}
 				continue
 			}
@@ -284,6 +423,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			if hard.Err() != nil {
 				continue // drain so sources are never stuck; nothing more is processed
 			}
+			work.add()
 			wms.announce(b.source, b.announce)
 			wms.observe(b.source, b.records)
 			b.ack.reset(func(err error) { complete(b, err) })
@@ -295,7 +435,8 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			pc.dead = append(pc.dead, b.dead...)
 			rr++
 			turn := rr % par
-			forward(0, 0, sent, pc, wms.current(), func(r *record.Record) int {
+			lastWM = wms.current()
+			forward(0, 0, sent, pc, lastWM, func(r *record.Record) int {
 				switch {
 				case r.Origin.Partition >= 0:
 					return int(hashPartition(r.Origin.Topic, r.Origin.Partition) % uint32(par))
@@ -336,7 +477,8 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 					}
 					in[pc.from] = max(in[pc.from], pc.wm)
 					var data *piece
-					if pc.wmOnly {
+					wmOnly := pc.wmOnly
+					if wmOnly {
 						pc.reset()
 						piecePool.Put(pc)
 					} else {
@@ -365,6 +507,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 							forward(si+1, w, sent, fired, cur, byKey)
 						}
 						root.ack.Done(nil) // the worker's hold on its emission
+					}
+					if wmOnly {
+						work.done()
 					}
 				}
 			}()
@@ -411,6 +556,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	if hard.Err() == nil {
 		flush()
 	}
+	if ck != nil && hard.Err() == nil {
+		// The final checkpoint: every source has ended or stopped, and
+		// everything it read has drained.
+		if err := checkpoint(); err != nil {
+			fail(err)
+		}
+	}
 
 	for _, s := range segs {
 		for _, counts := range s.counts {
@@ -420,7 +572,17 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	errs := closeOps()
+	errs := append(closeOps(), p.closeOutputs()...)
+	if err := context.Cause(hard); err != nil {
+		errs = append([]error{err}, errs...)
+	}
+	return sum, errors.Join(errs...)
+}
+
+// closeOutputs closes the sinks, the dead-letter output and the sources
+// that are io.Closers, in that order.
+func (p *Pipeline) closeOutputs() []error {
+	var errs []error
 	for _, s := range p.Sinks {
 		if err := s.Close(); err != nil {
 			errs = append(errs, err)
@@ -438,10 +600,27 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			}
 		}
 	}
-	if err := context.Cause(hard); err != nil {
-		errs = append([]error{err}, errs...)
+	return errs
+}
+
+// restoreOperators rebuilds the in-memory state of every operator that is
+// a Restorer, each instance taking the record keys routed to its worker.
+func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm int64) error {
+	for _, s := range segs {
+		for w, ops := range s.ops {
+			owns := func(k []byte) bool { return int(hashKey(k)%uint32(par)) == w }
+			for j, op := range ops {
+				r, ok := op.(Restorer)
+				if !ok {
+					continue
+				}
+				if err := r.Restore(ctx, wm, owns); err != nil {
+					return fmt.Errorf("operator %q: restoring state: %w", p.Steps[s.first+j].Name, err)
+				}
+			}
+		}
 	}
-	return sum, errors.Join(errs...)
+	return nil
 }
 
 // fire tells the event-time operators of s, as worker w, that the

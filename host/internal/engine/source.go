@@ -29,13 +29,26 @@ type Out struct {
 	et        *EventTime // where event time comes from, or nil
 	count     int64      // records added
 	dead      int64      // dead letters added
+	// Checkpoints: bar coordinates barriers (nil without checkpoints);
+	// pollCancel ends the current PollContext (guarded by bar.mu); handed
+	// counts the records and dead letters the source handed out, and the
+	// first skip of them are dropped, when a Replayable source resumes.
+	bar        *barrier
+	auto       bool // a barrier after every record (a Replayable source)
+	pollCancel context.CancelFunc
+	handed     int64
+	skip       int64
 }
 
 // Add appends a record to the current batch, copying key, value and header
 // values into the batch's arena. It sends the batch when it is full.
 func (o *Out) Add(rec record.Record) error {
+	o.handed++
+	if o.handed <= o.skip {
+		return nil // handed out before the checkpoint this run resumes from
+	}
 	if err := o.et.stamp(&rec); err != nil {
-		return o.Dead(rec, err.Error())
+		return o.dead1(rec, err.Error())
 	}
 	b, err := o.own(&rec)
 	if err != nil {
@@ -52,13 +65,32 @@ func (o *Out) Add(rec record.Record) error {
 	b.track(rec.Origin)
 	o.count++
 	if len(b.records) >= o.batchSize {
-		return o.Flush()
+		if err := o.Flush(); err != nil {
+			return err
+		}
+	}
+	return o.autoBarrier()
+}
+
+// autoBarrier is a barrier after every record of a Replayable source, where
+// any record boundary is a safe point.
+func (o *Out) autoBarrier() error {
+	if o.auto && o.bar.requested.Load() {
+		return o.Barrier()
 	}
 	return nil
 }
 
 // Dead sends a record the source could not decode to the dead-letter output.
 func (o *Out) Dead(rec record.Record, reason string) error {
+	o.handed++
+	if o.handed <= o.skip {
+		return nil
+	}
+	return o.dead1(rec, reason)
+}
+
+func (o *Out) dead1(rec record.Record, reason string) error {
 	b, err := o.own(&rec)
 	if err != nil {
 		return err
@@ -67,9 +99,11 @@ func (o *Out) Dead(rec record.Record, reason string) error {
 	b.track(rec.Origin)
 	o.dead++
 	if len(b.dead) >= o.batchSize {
-		return o.Flush()
+		if err := o.Flush(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return o.autoBarrier()
 }
 
 // own makes rec's key and value belong to the current batch, taking a batch

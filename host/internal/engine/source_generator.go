@@ -76,6 +76,11 @@ func NewGenerator(name string, cfg GeneratorConfig) Source {
 
 func (g *generator) Name() string { return g.name }
 
+// Replayable implements Replayable: record i of a run is record i of any
+// run (random fields are the same with the same Seed; event times follow
+// the clock of the run that makes them).
+func (g *generator) Replayable() bool { return true }
+
 const alnum = "abcdefghijklmnopqrstuvwxyz0123456789"
 
 // Run implements Source.

@@ -61,6 +61,10 @@ func nowMillis() int64 { return time.Now().UnixMilli() }
 
 func (s *readerSource) Name() string { return s.name }
 
+// Replayable implements Replayable: a file reads the same every time,
+// standard input does not.
+func (s *readerSource) Replayable() bool { return !s.blocking }
+
 const readBufferSize = 256 << 10
 
 // Run implements Source. Records get the time they were read as their

@@ -50,6 +50,9 @@ type DeadLetterConfig struct {
 	// Logger receives the output's messages and franz-go's warnings; nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// Txn, when set, makes the output produce through an exactly-once
+	// run's transactional client, as SinkConfig.Txn.
+	Txn *Txn
 }
 
 // DeadLetterSink produces dead letters to a Kafka topic. It implements
@@ -68,6 +71,7 @@ type DeadLetterConfig struct {
 type DeadLetterSink struct {
 	topic    string
 	cl       *kgo.Client
+	shared   bool // cl is a transaction's
 	log      *slog.Logger
 	timeout  time.Duration
 	inflight sync.WaitGroup
@@ -88,15 +92,11 @@ func NewDeadLetterSink(cfg DeadLetterConfig) (*DeadLetterSink, error) {
 		return nil, fmt.Errorf("kafka dead-letter output: topic %q %s", cfg.Topic, p)
 	}
 	log := snkLogger(cfg.Logger)
-	opts, timeout, err := snkProducerOpts(cfg.Client, "", "", 0, 0, 0, log)
+	cl, timeout, err := snkClient(cfg.Client, cfg.Txn, "", "", 0, 0, 0, log)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", label, err)
-	}
-	return &DeadLetterSink{topic: cfg.Topic, cl: cl, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
+	return &DeadLetterSink{topic: cfg.Topic, cl: cl, shared: cfg.Txn != nil, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
 }
 
 // dlqPending is one dead letter on its way: the record, storage for its
@@ -183,5 +183,5 @@ func (d *DeadLetterSink) Close() error {
 		return nil
 	}
 	d.closed = true
-	return snkClose(d.cl, &d.inflight, d.timeout, d.log, d.label)
+	return snkClose(d.cl, d.shared, &d.inflight, d.timeout, d.log, d.label)
 }

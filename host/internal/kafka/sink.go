@@ -98,6 +98,11 @@ type SinkConfig struct {
 	// Logger receives the sink's own messages and franz-go's warnings and
 	// errors (its info messages at debug level); nil means slog.Default().
 	Logger *slog.Logger
+	// Txn, when set, makes the sink produce through an exactly-once run's
+	// transactional client (Source.Txn) instead of a client of its own:
+	// its records commit with the run's checkpoints. Compression, Linger,
+	// BatchMaxBytes and Acks are then the transaction's.
+	Txn *Txn
 }
 
 // Sink produces a pipeline's records to Kafka. It implements engine.Sink
@@ -120,6 +125,7 @@ type Sink struct {
 	keyPath   []string
 	keyDesc   string // and about the key field
 	cl        *kgo.Client
+	shared    bool // cl is a transaction's, closed by its Source
 	log       *slog.Logger
 	timeout   time.Duration
 
@@ -161,15 +167,12 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		}
 	}
 	log := snkLogger(cfg.Logger)
-	opts, timeout, err := snkProducerOpts(cfg.Client, cfg.Compression, cfg.Acks, cfg.Linger, cfg.BatchMaxBytes, cfg.DeliveryTimeout, log)
-	if err != nil {
-		return nil, fmt.Errorf("sink %q: %w", cfg.Name, err)
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, timeout, err := snkClient(cfg.Client, cfg.Txn, cfg.Compression, cfg.Acks, cfg.Linger, cfg.BatchMaxBytes, cfg.DeliveryTimeout, log)
 	if err != nil {
 		return nil, fmt.Errorf("sink %q: %w", cfg.Name, err)
 	}
 	s := &Sink{
+		shared:    cfg.Txn != nil,
 		name:      cfg.Name,
 		topic:     cfg.Topic,
 		topicPath: cfg.TopicField,
@@ -182,6 +185,20 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		topics:    make(map[string]string),
 	}
 	return s, nil
+}
+
+// snkClient returns a producer client, and the delivery timeout in
+// effect: a new one, or txn's.
+func snkClient(cc ClientConfig, txn *Txn, compression, acks string, linger time.Duration, batchMax int32, timeout time.Duration, log *slog.Logger) (*kgo.Client, time.Duration, error) {
+	opts, timeout, err := snkProducerOpts(cc, compression, acks, linger, batchMax, timeout, log)
+	if err != nil {
+		return nil, 0, err
+	}
+	if txn != nil {
+		return txn.cl, timeout, nil
+	}
+	cl, err := kgo.NewClient(opts...)
+	return cl, timeout, err
 }
 
 // snkProducerOpts returns the client options for a producer, with the
@@ -507,12 +524,12 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	return snkClose(s.cl, &s.inflight, s.timeout, s.log, "sink "+strconv.Quote(s.name))
+	return snkClose(s.cl, s.shared, &s.inflight, s.timeout, s.log, "sink "+strconv.Quote(s.name))
 }
 
-// snkClose flushes cl for up to timeout, closes it and waits for the
-// promises that are still due.
-func snkClose(cl *kgo.Client, inflight *sync.WaitGroup, timeout time.Duration, log *slog.Logger, what string) error {
+// snkClose flushes cl for up to timeout, closes it unless it is shared (a
+// transaction's), and waits for the promises that are still due.
+func snkClose(cl *kgo.Client, shared bool, inflight *sync.WaitGroup, timeout time.Duration, log *slog.Logger, what string) error {
 	// Lingering records are sent at once by Flush. A little more than the
 	// delivery timeout lets franz-go fail expired records itself.
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+5*time.Second)
@@ -521,6 +538,10 @@ func snkClose(cl *kgo.Client, inflight *sync.WaitGroup, timeout time.Duration, l
 	if ferr != nil {
 		log.Error("records still in flight at close", "timeout", timeout)
 		ferr = fmt.Errorf("%s: records still in flight after %v: %w", what, timeout, ferr)
+	}
+	if shared {
+		inflight.Wait()
+		return ferr
 	}
 	cl.Close()
 	// Closing fails every buffered record; its promises run on franz-go's

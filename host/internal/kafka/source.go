@@ -145,6 +145,22 @@ type SourceConfig struct {
 	// several members in the group, each waits for partitions it may never
 	// be assigned.
 	StopAtEnd bool
+	// Checkpointed makes the pipeline's checkpoints own the offsets: the
+	// source commits the group's offsets only when a checkpoint completes
+	// (engine.CheckpointListener), not on an interval, on revocation or on
+	// Close, and resumes from a checkpoint's offsets (engine.Snapshotter),
+	// so that state and input positions always agree.
+	Checkpointed bool
+	// InstanceID, when set, makes the source a static member of its group
+	// (KIP-345): restarted with the same id, it gets its partitions back
+	// without waiting for the old member's session to time out.
+	InstanceID string
+	// Txn, when set, makes the source exactly-once (it implies
+	// Checkpointed): it consumes read_committed through a transactional
+	// client (see Txn), whose transactions commit the group's offsets, and
+	// resumes from the group's offsets, which the last committed
+	// transaction wrote with the checkpoint's outputs.
+	Txn *TxnConfig
 }
 
 // Source consumes Kafka topics in a consumer group and hands their records to
@@ -219,6 +235,15 @@ type Source struct {
 	start      StartPosition
 	startMilli int64
 	regex      string
+
+	// Checkpoints (source_checkpoint.go): restore holds a checkpoint's
+	// offsets, applied to each partition on its first assignment; rewind
+	// the partitions moved there, whose records before the offset are
+	// dropped. Both are Run's, like lastSnap, the last Snapshot.
+	checkpointed bool
+	txn          *Txn
+	restore      map[srcTP]int64
+	rewind       map[srcTP]int64
 
 	ran       atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
@@ -347,6 +372,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		start:          cfg.Start,
 		startMilli:     cfg.StartTimestamp,
 		regex:          cfg.TopicRegex,
+		checkpointed:   cfg.Checkpointed || cfg.Txn != nil,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -363,19 +389,36 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcOr(cfg.FetchMaxBytes, srcDefaultFetchMaxBytes)),
 	)
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
 	if cfg.TopicRegex != "" {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(cfg.TopicRegex))
 	} else {
 		s.topics = topics
 		opts = append(opts, kgo.ConsumeTopics(topics...))
 	}
-	s.cl, err = kgo.NewClient(opts...)
-	if err != nil {
+	if cfg.Txn != nil {
+		topts, err := txnOpts(cfg.Client, cfg.Txn, s.log)
+		if err != nil {
+			return fail("%v", err)
+		}
+		sess, err := kgo.NewGroupTransactSession(append(topts, opts...)...)
+		if err != nil {
+			return fail("%v", err)
+		}
+		s.txn = &Txn{id: cfg.Txn.ID, sess: sess, cl: sess.Client(), log: s.log}
+		s.cl = s.txn.cl
+	} else if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return fail("%v", err)
 	}
 	var bgCtx context.Context
 	bgCtx, s.bgCancel = context.WithCancel(context.Background())
-	go s.commitLoop(bgCtx)
+	if s.checkpointed {
+		close(s.loopDone)
+	} else {
+		go s.commitLoop(bgCtx)
+	}
 	return s, nil
 }
 
@@ -442,7 +485,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		return err
 	}
 	for {
-		fs := s.cl.PollRecords(ctx, s.maxPoll)
+		fs := s.cl.PollRecords(out.PollContext(ctx), s.maxPoll)
 		if ctx.Err() != nil {
 			// Whatever this poll returned was never handed out, so
 			// it is not committed and will be read again.
@@ -457,6 +500,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 				return err
 			}
 		}
+		rewound := s.rewindRestored(announce)
 		var fatal error
 		fs.EachError(func(topic string, partition int32, err error) {
 			switch {
@@ -482,6 +526,10 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 			}
 			r := it.Next()
 			tp := srcTP{r.Topic, r.Partition}
+			if s.rewind != nil && s.skip(tp, r.Offset, rewound) {
+				ends.read(tp, r.Offset)
+				continue
+			}
 			if last < 0 || open[last].tp != tp {
 				last = slices.IndexFunc(open, func(o srcOpen) bool { return o.tp == tp })
 				if last < 0 {
@@ -542,6 +590,10 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		if ends.done() {
 			s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
 			return nil
+		}
+		// Everything polled is handed out: a safe point for a checkpoint.
+		if err := out.Barrier(); err != nil {
+			return err
 		}
 	}
 }
@@ -787,6 +839,13 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	if len(revoked) == 0 {
 		return
 	}
+	if s.checkpointed {
+		// Offsets are committed by checkpoints only.
+		s.commitMu.Lock()
+		defer s.commitMu.Unlock()
+		s.release(revoked)
+		return
+	}
 	if n := s.waitInflight(revoked); n > 0 {
 		s.log.Warn("kafka source: partitions revoked with batches still in flight; their records will be processed again by the next owner",
 			"group", s.group, "batches", n, "waited", s.revokeTimeout)
@@ -889,16 +948,19 @@ func (s *Source) Close() error {
 		s.closing = true
 		s.signalLocked()
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
-		err := s.commit(ctx, nil)
-		cancel()
+		var err error
+		if !s.checkpointed {
+			ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+			err = s.commit(ctx, nil)
+			cancel()
+		}
 		s.bgCancel()
 		// Leaving the group revokes everything; onRevoked finds nothing
 		// left to commit. The leave is bounded, so that an unreachable
 		// coordinator cannot hold Close up: the group then notices the
 		// member is gone after its session timeout.
 		s.cl.AllowRebalance()
-		ctx, cancel = context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
 		if lerr := s.cl.LeaveGroupContext(ctx); lerr != nil && ctx.Err() != nil {
 			s.log.Warn("kafka source: leaving the group timed out", "group", s.group)
 		}

@@ -35,7 +35,9 @@
 // when the watermark reaches its last millisecond: wm >= end−1 (Flink's
 // window.maxTimestamp() <= watermark). OnWatermark emits the windows it
 // closes in order of their end; among windows with the same end, in the
-// order their keys first had data. Watermarks only increase; a lower or
+// order their keys first had data. Sessions are emitted key by key: keys
+// in order of the time the next of their sessions fires or is purged, then
+// by key (the nil key first); a key's sessions in order of their end. Watermarks only increase; a lower or
 // equal one is ignored (except for early results, below). Count windows
 // fire on their Count-th record, in Process, and ignore watermarks.
 //
@@ -71,10 +73,12 @@
 //     lateness.
 //   - Every: besides OnClose's results, early results every EmitInterval of
 //     processing time (Config.Clock): each window not yet fired whose data
-//     changed since the last early results emits its current result. The
-//     clock is read at each Process and OnWatermark call, which is when
-//     early results can be emitted, as with Flink's
-//     ContinuousProcessingTimeTrigger; the first call starts the interval.
+//     changed since the last early results emits its current result, key by
+//     key in the order the keys' data first changed (among the changes not
+//     since purged or merged away). The clock is read at each Process and
+//     OnWatermark call, which is when early results can be emitted, as with
+//     Flink's ContinuousProcessingTimeTrigger; the first call starts the
+//     interval.
 //   - OnUpdate: after each Process call, each window (count windows: the
 //     partial window) the call changed emits its current result; firing
 //     emits nothing more, since the last update is the final result.
@@ -144,12 +148,26 @@
 //	pane      'p' | big-endian (start ^ 1<<63)   8 bytes
 //	session   's' | big-endian (start ^ 1<<63)
 //	count     'c'
+//	operator  'm', with the empty record key
 //
 // with the tag's high bit (0x80) set for the nil record key. Values:
 //
-//	pane      acc
-//	session   uvarint(end − start) acc
-//	count     uvarint(records) varint(start) uvarint(end − start) acc
+//	pane      uvarint(order) uvarint(rank) acc
+//	session   uvarint(end − start) uvarint(rank) acc
+//	count     uvarint(records) varint(start) uvarint(end − start) uvarint(rank) acc
+//	operator  uvarint(mark) varint(next early results, Unix nanoseconds)
+//
+// A pane's order is its place among the panes of the same start, of all
+// keys, in the order they were created (0, 1, 2, …): it orders the keys
+// whose windows close together. A unit's rank is 0 except in mode Every,
+// where a unit changed since the last early results is pending, with a
+// nonzero rank from a counter that grows with each unit that becomes
+// pending; the operator entry, written in mode Every only, when the
+// interval starts and at each early results, holds the counter's value at
+// the last early results (mark: a stored rank at or below it is stale, its
+// unit no longer pending) and when the next are due. (Before Restore
+// existed, values had neither order nor rank and there was no operator
+// entry; such state cannot be restored.)
 //
 // where acc is a Custom aggregator's bytes, or the built-in aggregates'
 // encodings one after the other, in config order:
@@ -167,11 +185,24 @@
 // must therefore copy, as state.Memory does). The in-memory index of what
 // is open — for time windows the panes ordered by start with the keys that
 // have data in each, for sessions a min-heap of keys by their next firing
-// or purge — lets OnWatermark find what to fire without scanning the
-// store. Memory is authoritative while running: the operator never reads
-// the store back. Rebuilding the index and accumulators from the store
-// after a restart needs a prefix scan the Store interface lacks, and is
-// left to a later issue; the encodings above are what it will decode.
+// or purge (then by key) — lets OnWatermark find what to fire without
+// scanning the store. Memory is authoritative while running: the operator
+// never reads the store back.
+//
+// After a restart, Restore rebuilds it all from the store, given the
+// watermark the store was checkpointed at: it scans the keys under the
+// operator's Name (the Store must implement state.Scanner), decodes each
+// unit of the record keys it is asked to own, and rebuilds the pane index
+// (each pane's keys sorted by order), the session timers, and in mode
+// Every the pending units (rank above mark) and the interval. Everything
+// that decides what is emitted, and in which order, is in the store, so
+// that a restored operator fed the rest of the input emits exactly what
+// one that never stopped would have. Should several instances of one
+// operator share a store, each owning some keys, they write one operator
+// entry: the last written is the one restored, so in mode Every the early
+// results after a restart may differ from an uninterrupted run's (final
+// results do not). The Rolling operator's state and Restore are described
+// on its type.
 //
 // A key whose last pane a purge removed stays in memory, empty, until the
 // next purge, since most keys come back in the next window.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -41,6 +42,11 @@ type Operator struct {
 	idle      []*keyState // time windows: keys whose last pane a purge removed
 	gen       uint64      // stamps keys already handled in one pass
 	nextTick  time.Time
+	// Emit Every: pendSeq is the last rank given to a unit that became
+	// pending, mark its value at the last early results (stored ranks up
+	// to mark are stale: see the package documentation, # State).
+	pendSeq, mark uint64
+	begun         bool // Process, OnWatermark or Restore was called
 
 	// Reused from call to call.
 	values    []wjson.Value
@@ -56,6 +62,7 @@ type Operator struct {
 	arena     record.Arena
 	freeVals  [][]aggVal
 	freeSlice []*slice
+	ranked    []rankedKey
 }
 
 // keyState is the open state of one record key: its panes, sessions or
@@ -81,9 +88,12 @@ type unit struct {
 	start, end int64
 	n          int64 // count windows: records in the window
 	acc        acc
-	changed    bool // by the current call
-	pending    bool // since the last early result
-	stored     bool // written to the Store
+	// rank is, in mode Every, nonzero while the unit is pending (changed
+	// since the last early results): Operator.pendSeq when it became so.
+	rank    uint64
+	seq     uint32 // panes: the key's place in its slice, slice.next when created
+	changed bool   // by the current call
+	stored  bool   // written to the Store
 }
 
 // acc is an accumulator: the built-in aggregates' values, or a Custom
@@ -93,10 +103,18 @@ type acc struct {
 	custom []byte
 }
 
-// slice lists the keys with data in the pane starting at start.
+// slice lists the keys with data in the pane starting at start, in the
+// order their panes were created.
 type slice struct {
 	start int64
 	keys  []*keyState
+	next  uint32 // the seq of the next pane created (saturating)
+}
+
+// rankedKey is a pending key and its rank, the least of its pending units'.
+type rankedKey struct {
+	rank uint64
+	ks   *keyState
 }
 
 // noWatermark is engine.NoWatermark, the watermark before any. The package
@@ -165,6 +183,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 	if o.keys == nil {
 		return fmt.Errorf("window %q: Process after Close", o.cfg.Name)
 	}
+	o.begun = true
 	for i := range in {
 		var err error
 		switch o.cfg.Kind {
@@ -194,6 +213,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, out *wasm.Output) er
 	if o.keys == nil {
 		return fmt.Errorf("window %q: OnWatermark after Close", o.cfg.Name)
 	}
+	o.begun = true
 	if wm > o.wm {
 		old := o.wm
 		o.wm = wm
@@ -374,7 +394,10 @@ func (o *Operator) changed(ks *keyState, u *unit) {
 		o.dirty = append(o.dirty, ks)
 	}
 	if o.cfg.Emit == Every {
-		u.pending = true
+		if u.rank == 0 {
+			o.pendSeq++
+			u.rank = o.pendSeq
+		}
 		if !ks.pending {
 			ks.pending = true
 			o.pending = append(o.pending, ks)
@@ -430,7 +453,8 @@ func (o *Operator) emitChanged(out *wasm.Output) error {
 
 // tick emits early results in mode Every, once EmitInterval has passed
 // since the last: the current result of each window not yet closed whose
-// data changed since.
+// data changed since, key by key in the order of their ranks (when their
+// earliest still pending unit became pending).
 func (o *Operator) tick(out *wasm.Output) error {
 	if o.cfg.Emit != Every {
 		return nil
@@ -438,21 +462,25 @@ func (o *Operator) tick(out *wasm.Output) error {
 	now := o.cfg.Clock()
 	if o.nextTick.IsZero() {
 		o.nextTick = now.Add(o.cfg.EmitInterval)
+		o.putMeta()
 		return nil
 	}
 	if now.Before(o.nextTick) {
 		return nil
 	}
 	o.nextTick = now.Add(o.cfg.EmitInterval)
+	o.mark = o.pendSeq
+	o.putMeta()
+	o.sortPending()
 	for _, ks := range o.pending {
 		ks.pending = false
 		o.ends = o.ends[:0]
 		for i := range ks.units {
 			u := &ks.units[i]
-			if !u.pending {
+			if u.rank == 0 {
 				continue
 			}
-			u.pending = false
+			u.rank = 0
 			var err error
 			switch o.cfg.Kind {
 			case Count:
@@ -477,6 +505,55 @@ func (o *Operator) tick(out *wasm.Output) error {
 	clear(o.pending)
 	o.pending = o.pending[:0]
 	return nil
+}
+
+// sortPending orders o.pending by rank, so that the order of early results
+// depends only on the units' state, which Restore rebuilds, and not on the
+// history of keys that lost their pending units to a purge or a merge.
+// Ranks are unique within a run; ties, from state written by several
+// instances, go by key.
+func (o *Operator) sortPending() {
+	if len(o.pending) < 2 {
+		return
+	}
+	r := o.ranked[:0]
+	for _, ks := range o.pending {
+		least := uint64(math.MaxUint64) // no pending unit left
+		for i := range ks.units {
+			if x := ks.units[i].rank; x != 0 && x < least {
+				least = x
+			}
+		}
+		r = append(r, rankedKey{least, ks})
+	}
+	cmp := func(a, b rankedKey) int {
+		switch {
+		case a.rank < b.rank:
+			return -1
+		case a.rank > b.rank:
+			return 1
+		}
+		return compareKeys(a.ks, b.ks)
+	}
+	if !slices.IsSortedFunc(r, cmp) {
+		slices.SortFunc(r, cmp)
+		for i := range r {
+			o.pending[i] = r[i].ks
+		}
+	}
+	clear(r)
+	o.ranked = r[:0]
+}
+
+// compareKeys orders keys: the nil key first, then by bytes.
+func compareKeys(a, b *keyState) int {
+	switch {
+	case a.global && !b.global:
+		return -1
+	case b.global && !a.global:
+		return 1
+	}
+	return strings.Compare(a.key, b.key)
 }
 
 // emitEnds emits ks's time windows ending at o.ends, once each, in order.
@@ -614,13 +691,44 @@ func (o *Operator) writeTime(ms int64) {
 }
 
 // State keys: the user key is a tag byte, with tagNilKey set for records
-// with a nil key, then for panes and sessions the unit's start.
+// with a nil key, then for panes and sessions the unit's start. The
+// operator entry, tagMeta with the empty record key, holds what mode Every
+// needs to continue after a restart.
 const (
 	tagPane    = 'p'
 	tagSession = 's'
 	tagCount   = 'c'
+	tagMeta    = 'm'
 	tagNilKey  = 0x80
 )
+
+// metaKey returns the store key of the operator entry, in o.keyBuf.
+func (o *Operator) metaKey() []byte {
+	o.keyBuf = state.Key(o.keyBuf[:0], o.cfg.Name, nil, []byte{tagMeta})
+	return o.keyBuf
+}
+
+// putMeta queues a write of the operator entry: uvarint(mark)
+// varint(nextTick in Unix nanoseconds).
+func (o *Operator) putMeta() {
+	k := o.arena.Copy(o.metaKey())
+	o.val = binary.AppendUvarint(o.val[:0], o.mark)
+	o.val = binary.AppendVarint(o.val, o.nextTick.UnixNano())
+	o.muts = append(o.muts, state.Mutation{Key: k, Value: o.arena.Copy(o.val)})
+}
+
+// decodeMeta is putMeta's inverse.
+func decodeMeta(b []byte) (mark uint64, next int64, err error) {
+	mark, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, 0, errCorrupt
+	}
+	next, m := binary.Varint(b[n:])
+	if m <= 0 || n+m != len(b) {
+		return 0, 0, errCorrupt
+	}
+	return mark, next, nil
+}
 
 // stateKey returns the store key of ks's unit starting at start, in
 // o.keyBuf.
@@ -658,7 +766,10 @@ func (o *Operator) appendUnit(b []byte, u *unit) []byte {
 		b = binary.AppendUvarint(b, uint64(u.n))
 		b = binary.AppendVarint(b, u.start)
 		b = binary.AppendUvarint(b, uint64(u.end-u.start))
+	default:
+		b = binary.AppendUvarint(b, uint64(u.seq))
 	}
+	b = binary.AppendUvarint(b, u.rank)
 	if o.custom != nil {
 		return append(b, u.acc.custom...)
 	}
@@ -694,6 +805,19 @@ func (o *Operator) decodeUnit(b []byte, start int64) (unit, error) {
 			u.start, b = x, b[n:]
 		}
 		u.end = u.start + uvar()
+	default:
+		seq := uvar()
+		if seq < 0 || seq > math.MaxUint32 {
+			return unit{}, errCorrupt
+		}
+		u.seq = uint32(seq)
+	}
+	if b != nil {
+		x, n := binary.Uvarint(b)
+		if n <= 0 {
+			return unit{}, errCorrupt
+		}
+		u.rank, b = x, b[n:]
 	}
 	if b == nil {
 		return unit{}, errCorrupt

@@ -94,9 +94,15 @@ type RollingConfig struct {
 // the index of its first row and running counts and sums (a two-pointer
 // scheme: each row is added once and removed once per window), with a
 // monotonic deque per window for min and max. State is written to the Store
-// once per call; a key's state is read back the first time the key is seen
-// (buffered rows of keys never seen again after a restart stay in the
-// Store until they are).
+// once per call. After a restart, Restore reads back every key's state
+// (the rows it buffers, its history and running aggregates; the deques are
+// rebuilt from the history), so that the operator continues exactly as if
+// it had not stopped. Without Restore, a key's state is read back the
+// first time the key is seen, and buffered rows of keys never seen again
+// stay in the Store until they are. OnWatermark releases keys in order of
+// their earliest buffered time, then of the key (the nil key first); all
+// of this is in the store, so restoring does not change the output's
+// order.
 type Rolling struct {
 	cfg    RollingConfig
 	ranges []int64 // ByRange: the windows' ranges in ms
@@ -106,21 +112,25 @@ type Rolling struct {
 	fields [][]byte // per window, per spec: `,"<as>_<name>":`
 	mm     []int    // indices of the min/max specs
 
-	wm      int64
-	closed  bool
-	keys    map[string]*rkey
-	global  *rkey
-	timers  rheap // keys with pending rows, by earliest pending event time
-	dirty   []*rkey
-	seq     uint64
-	values  []wjson.Value
-	inputs  []input
-	scratch []byte
-	num     wjson.Writer
-	val     []byte
-	keyBuf  []byte
-	muts    []state.Mutation
-	arena   record.Arena
+	wm     int64
+	closed bool
+	begun  bool // Process, OnWatermark or Restore was called
+	// After Restore, the keys owns accepts (every key when it is nil) are
+	// all in memory: a key seen for the first time has no state to read.
+	restored bool
+	owns     func(recordKey []byte) bool
+	keys     map[string]*rkey
+	global   *rkey
+	timers   rheap // keys with pending rows, by earliest pending event time
+	dirty    []*rkey
+	values   []wjson.Value
+	inputs   []input
+	scratch  []byte
+	num      wjson.Writer
+	val      []byte
+	keyBuf   []byte
+	muts     []state.Mutation
+	arena    record.Arena
 }
 
 // rkey is the state of one record key.
@@ -294,6 +304,7 @@ func (r *Rolling) Process(_ context.Context, in []record.Record, out *wasm.Outpu
 	if r.closed {
 		return fmt.Errorf("rolling %q: Process after Close", r.cfg.Name)
 	}
+	r.begun = true
 	for i := range in {
 		rec := &in[i]
 		if reason := outOfRange(rec); reason != "" {
@@ -337,6 +348,7 @@ func (r *Rolling) OnWatermark(_ context.Context, wm int64, out *wasm.Output) err
 	if r.closed {
 		return fmt.Errorf("rolling %q: OnWatermark after Close", r.cfg.Name)
 	}
+	r.begun = true
 	if wm <= r.wm {
 		return nil
 	}
@@ -411,28 +423,42 @@ func (r *Rolling) key(k []byte) (*rkey, error) {
 	if ks != nil {
 		return ks, nil
 	}
-	ks = &rkey{key: string(k), global: k == nil, heapIdx: -1, sorted: true}
+	ks = r.newKey(k)
+	if !r.restored || r.owns != nil && !r.owns(k) {
+		b, found, err := r.cfg.Store.Get(r.stateKey(ks))
+		if err != nil {
+			return nil, fmt.Errorf("rolling %q: reading state: %w", r.cfg.Name, err)
+		}
+		if found {
+			get := func(idx int64) ([]byte, bool, error) { return r.cfg.Store.Get(r.rowKey(ks, idx)) }
+			if err := r.decode(ks, b, get); err != nil {
+				return nil, fmt.Errorf("rolling %q: key %s: %w", r.cfg.Name, keyText(k), err)
+			}
+		}
+	}
+	r.addKey(ks)
+	return ks, nil
+}
+
+// newKey returns empty state for record key k.
+func (r *Rolling) newKey(k []byte) *rkey {
+	ks := &rkey{key: string(k), global: k == nil, heapIdx: -1, sorted: true}
 	ks.left = make([]int64, len(r.cfg.Windows))
 	ks.runs = make([]run, len(r.cfg.Windows)*len(r.specs))
 	ks.mono = make([][]int64, len(r.cfg.Windows)*len(r.mm))
-	b, found, err := r.cfg.Store.Get(r.stateKey(ks))
-	if err != nil {
-		return nil, fmt.Errorf("rolling %q: reading state: %w", r.cfg.Name, err)
+	return ks
+}
+
+// addKey adds ks, which may hold decoded state, to the keys in memory.
+func (r *Rolling) addKey(ks *rkey) {
+	if len(ks.pending) > 0 {
+		heap.Push(&r.timers, ks)
 	}
-	if found {
-		if err := r.decode(ks, b); err != nil {
-			return nil, fmt.Errorf("rolling %q: key %q: %w", r.cfg.Name, ks.key, err)
-		}
-		if len(ks.pending) > 0 {
-			heap.Push(&r.timers, ks)
-		}
-	}
-	if k == nil {
+	if ks.global {
 		r.global = ks
 	} else {
 		r.keys[ks.key] = ks
 	}
-	return ks, nil
 }
 
 func (r *Rolling) markDirty(k *rkey) {
@@ -666,7 +692,10 @@ func (r *Rolling) result(buf []byte, k *rkey, w, s int) []byte {
 // index (8 bytes, big-endian), holding the row's time (varint) and per
 // aggregate its input (a kind byte, then a varint or float64 bits). A call
 // writes the header and only the rows added or evicted since the last.
-// Min/max deques are rebuilt from the history.
+// Min/max deques are rebuilt from the history. A key's entries are all
+// under its record key, so Restore finds them with one prefix scan of the
+// operator's Name; row entries outside the range a header gives (none are
+// written) are ignored.
 const (
 	tagRolling     = 'o'
 	tagRollingRow  = 'O'
@@ -722,7 +751,9 @@ func (r *Rolling) appendRow(b []byte, k *rkey, i int) []byte {
 	return b
 }
 
-func (r *Rolling) decode(k *rkey, b []byte) error {
+// decode sets k from its header entry b, reading its history rows with
+// row, which returns the value of the row entry of an index.
+func (r *Rolling) decode(k *rkey, b []byte, row func(idx int64) ([]byte, bool, error)) error {
 	bad := false
 	uvar := func() uint64 {
 		x, n := binary.Uvarint(b)
@@ -763,7 +794,7 @@ func (r *Rolling) decode(k *rkey, b []byte) error {
 			break
 		}
 		if reason := r.read(v); reason != "" {
-			return errCorrupt
+			return fmt.Errorf("buffered row %d: %s: %w", i, reason, errCorrupt)
 		}
 		k.pending = append(k.pending, prow{ts: ts, val: slices.Clone(v), ins: slices.Clone(r.inputs)})
 	}
@@ -774,7 +805,10 @@ func (r *Rolling) decode(k *rkey, b []byte) error {
 	}
 	k.base = svar()
 	nh := uvar()
-	if err := r.decodeRows(k, nh); err != nil {
+	if bad || nh > 1<<40 {
+		return errCorrupt
+	}
+	if err := r.decodeRows(k, nh, row); err != nil {
 		return err
 	}
 	for w := range r.cfg.Windows {
@@ -803,50 +837,59 @@ func (r *Rolling) decode(k *rkey, b []byte) error {
 	return nil
 }
 
-// decodeRows reads history rows base..base+n from the Store.
-func (r *Rolling) decodeRows(k *rkey, n uint64) error {
+// decodeRows reads history rows base..base+n with row.
+func (r *Rolling) decodeRows(k *rkey, n uint64, row func(idx int64) ([]byte, bool, error)) error {
 	for i := uint64(0); i < n; i++ {
-		b, found, err := r.cfg.Store.Get(r.rowKey(k, k.base+int64(i)))
+		idx := k.base + int64(i)
+		b, found, err := row(idx)
 		if err != nil {
 			return err
 		}
 		if !found {
-			return errCorrupt
+			return fmt.Errorf("history row %d (of %d..%d) is missing: %w", idx, k.base, k.base+int64(n)-1, errCorrupt)
 		}
-		ts, m := binary.Varint(b)
-		if m <= 0 {
-			return errCorrupt
-		}
-		b = b[m:]
-		k.hist = append(k.hist, ts)
-		for range r.specs {
-			if len(b) == 0 {
-				return errCorrupt
-			}
-			in := input{kind: inKind(b[0])}
-			b = b[1:]
-			switch in.kind {
-			case inInt:
-				if in.i, m = binary.Varint(b); m <= 0 {
-					return errCorrupt
-				}
-				b = b[m:]
-			case inFloat:
-				if len(b) < 8 {
-					return errCorrupt
-				}
-				in.f, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:]
-			case inNone, inRaw:
-			default:
-				return errCorrupt
-			}
-			k.ins = append(k.ins, in)
-		}
-		if len(b) != 0 {
-			return errCorrupt
+		if err := r.decodeRow(k, b); err != nil {
+			return fmt.Errorf("history row %d: %w", idx, err)
 		}
 	}
 	k.storedBase, k.storedEnd = k.base, k.base+int64(n)
+	return nil
+}
+
+// decodeRow appends the history row encoded in b to k's.
+func (r *Rolling) decodeRow(k *rkey, b []byte) error {
+	ts, m := binary.Varint(b)
+	if m <= 0 {
+		return errCorrupt
+	}
+	b = b[m:]
+	k.hist = append(k.hist, ts)
+	for range r.specs {
+		if len(b) == 0 {
+			return errCorrupt
+		}
+		in := input{kind: inKind(b[0])}
+		b = b[1:]
+		switch in.kind {
+		case inInt:
+			if in.i, m = binary.Varint(b); m <= 0 {
+				return errCorrupt
+			}
+			b = b[m:]
+		case inFloat:
+			if len(b) < 8 {
+				return errCorrupt
+			}
+			in.f, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), b[8:]
+		case inNone, inRaw:
+		default:
+			return errCorrupt
+		}
+		k.ins = append(k.ins, in)
+	}
+	if len(b) != 0 {
+		return errCorrupt
+	}
 	return nil
 }
 
@@ -903,6 +946,9 @@ func (h rheap) Less(i, j int) bool {
 	a, b := h[i].minTS(), h[j].minTS()
 	if a != b {
 		return a < b
+	}
+	if h[i].global != h[j].global {
+		return h[i].global // the nil key before the empty one
 	}
 	return h[i].key < h[j].key
 }

@@ -137,11 +137,18 @@ func (o *Operator) fireSessions(old int64, out *wasm.Output) error {
 	return nil
 }
 
-// timerHeap is a min-heap of keys by timer.
+// timerHeap is a min-heap of keys by timer, then key, so that the order in
+// which a watermark fires keys depends only on their sessions, which
+// Restore rebuilds.
 type timerHeap []*keyState
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].timer < h[j].timer }
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(i, j int) bool {
+	if h[i].timer != h[j].timer {
+		return h[i].timer < h[j].timer
+	}
+	return compareKeys(h[i], h[j]) < 0
+}
 func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIdx = i

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"math"
 	"slices"
 
 	"github.com/weir-stream/weir/host/internal/record"
@@ -94,8 +95,11 @@ func (o *Operator) addTime(rec *record.Record, out *wasm.Output) {
 	if ks == nil {
 		ks = o.create(rec.Key)
 	}
-	ks.units = slices.Insert(ks.units, i, unit{start: p, end: p + o.pane, acc: a})
 	sl := o.sliceAt(p)
+	ks.units = slices.Insert(ks.units, i, unit{start: p, end: p + o.pane, acc: a, seq: sl.next})
+	if sl.next < math.MaxUint32 {
+		sl.next++
+	}
 	sl.keys = append(sl.keys, ks)
 	o.changed(ks, &ks.units[i])
 }
@@ -137,7 +141,7 @@ func (o *Operator) sliceAt(p int64) *slice {
 		} else {
 			sl = &slice{}
 		}
-		sl.start = p
+		sl.start, sl.next = p, 0
 		o.slices = slices.Insert(o.slices, i, sl)
 	}
 	o.lastSlice = o.slices[i]

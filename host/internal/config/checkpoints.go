@@ -1,0 +1,109 @@
+package config
+
+import "time"
+
+// Delivery guarantees.
+const (
+	// AtLeastOnce: nothing is lost; after a failure, outputs since the
+	// last checkpoint may be written again (default).
+	AtLeastOnce = "at_least_once"
+	// ExactlyOnce: each checkpoint's Kafka outputs and input offsets
+	// commit in one Kafka transaction; read_committed consumers see each
+	// result once.
+	ExactlyOnce = "exactly_once"
+)
+
+// DefaultCheckpointInterval is checkpoints.interval when absent.
+const DefaultCheckpointInterval = 5 * time.Second
+
+// Checkpoints configures consistent checkpoints of state and source
+// positions, kept with the state in State.Dir.
+type Checkpoints struct {
+	Meta
+	// Enabled is set when the block is given, or delivery is exactly_once.
+	Enabled bool
+	// Interval is the time from the end of one checkpoint to the start of
+	// the next.
+	Interval time.Duration
+	// Delivery is AtLeastOnce or ExactlyOnce.
+	Delivery string
+	// ChangelogTopic receives the state changes of runs with a Kafka
+	// source; default "<name>-changelog".
+	ChangelogTopic string
+	// TransactionalID names exactly-once runs' Kafka transactions; default
+	// "weir-<name>". Restarts of the pipeline must keep it, so that they
+	// fence their predecessor; other pipelines must not share it.
+	TransactionalID string
+}
+
+var checkpointFields = []string{"interval", "delivery", "changelog_topic", "transactional_id"}
+
+// checkpoints decodes the optional top-level checkpoints block.
+func (d *decoder) checkpoints(parent *object) Checkpoints {
+	c := Checkpoints{Interval: DefaultCheckpointInterval, Delivery: AtLeastOnce}
+	o, given := d.subBlock(parent, "checkpoints", &c.Meta)
+	if o == nil {
+		return c
+	}
+	c.Enabled = given
+	if v, st := o.duration("interval"); st == good {
+		if v <= 0 {
+			o.fail("interval", o.get("interval", kScalar), "must be positive")
+		}
+		c.Interval = v
+	}
+	if v, st := o.enum("delivery", AtLeastOnce, ExactlyOnce); st == good {
+		c.Delivery = v
+	}
+	if v, st := o.nonEmpty("changelog_topic"); st == good {
+		c.ChangelogTopic = v
+	}
+	if v, st := o.nonEmpty("transactional_id"); st == good {
+		c.TransactionalID = v
+	}
+	o.finish(checkpointFields, checkpointFields, "the checkpoints block")
+	return c
+}
+
+// crossCheckCheckpoints checks what checkpoints need of the rest of the
+// pipeline: somewhere durable to keep them, sources that can resume, and,
+// for exactly-once delivery, Kafka at both ends.
+func (d *decoder) crossCheckCheckpoints(p *Pipeline) {
+	c := &p.Checkpoints
+	if c.ChangelogTopic == "" {
+		c.ChangelogTopic = p.Name + "-changelog"
+	}
+	if c.TransactionalID == "" {
+		c.TransactionalID = "weir-" + p.Name
+	}
+	if !c.Enabled {
+		return
+	}
+	if p.State.Backend != StateBadger {
+		d.errAt(c.Pos, "checkpoints", "checkpoints are kept with the state: set state.backend to badger and state.dir")
+	}
+	for i := range p.Sources {
+		if s := &p.Sources[i]; s.Type == SourceStdin {
+			d.errAt(s.Pos, s.Where, "standard input cannot resume from a checkpoint: read a file or Kafka, or remove the checkpoints block")
+		}
+	}
+	if c.Delivery != ExactlyOnce {
+		return
+	}
+	kafkaSources := 0
+	for i := range p.Sources {
+		if s := &p.Sources[i]; s.Type != SourceKafka {
+			d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sources: a %s source cannot take part in a Kafka transaction", s.Type)
+		} else {
+			kafkaSources++
+		}
+	}
+	if kafkaSources > 1 {
+		d.errAt(c.At("delivery"), "checkpoints.delivery", "exactly_once delivery supports one Kafka source (one consumer group per transaction); this pipeline has %d", kafkaSources)
+	}
+	for i := range p.Sinks {
+		if s := &p.Sinks[i]; s.Type != SinkKafka && s.Type != SinkDiscard {
+			d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sinks: a %s sink cannot take back what it wrote when a transaction aborts", s.Type)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCheckpoints(t *testing.T) {
+	tests := []struct {
+		name     string
+		doc      string
+		enabled  bool
+		interval time.Duration
+		delivery string
+	}{
+		{name: "absent", doc: "", interval: DefaultCheckpointInterval, delivery: AtLeastOnce},
+		{name: "empty block", doc: "checkpoints: {}\n", enabled: true, interval: DefaultCheckpointInterval, delivery: AtLeastOnce},
+		{name: "interval", doc: "checkpoints: {interval: 250ms}\n", enabled: true, interval: 250 * time.Millisecond, delivery: AtLeastOnce},
+		{name: "exactly once", doc: "checkpoints: {delivery: exactly_once}\n", enabled: true, interval: DefaultCheckpointInterval, delivery: ExactlyOnce},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setupDir(t)
+			doc := "name: p\nstate: {backend: badger, dir: st}\nsources: [{name: in, type: kafka, topics: [a]}]\nsinks: [{name: out, type: kafka, topic: b}]\n" + tt.doc
+			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := p.Checkpoints
+			if c.Enabled != tt.enabled || c.Interval != tt.interval || c.Delivery != tt.delivery {
+				t.Fatalf("checkpoints = %+v", c)
+			}
+		})
+	}
+}
+
+func TestParseCheckpointErrors(t *testing.T) {
+	const kafkaIO = "sources: [{name: in, type: kafka, topics: [a]}]\nsinks: [{name: out, type: kafka, topic: b}]\n"
+	const badger = "state: {backend: badger, dir: st}\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{name: "memory state", doc: "checkpoints: {interval: 1s}\n" + kafkaIO,
+			want: `pipeline.yaml:2:14: checkpoints: checkpoints are kept with the state: set state.backend to badger`},
+		{name: "zero interval", doc: badger + "checkpoints: {interval: 0s}\n" + kafkaIO,
+			want: `pipeline.yaml:3:25: checkpoints.interval: must be positive`},
+		{name: "bad delivery", doc: badger + "checkpoints: {delivery: twice}\n" + kafkaIO,
+			want: `pipeline.yaml:3:25: checkpoints.delivery: invalid value "twice"`},
+		{name: "unknown field", doc: badger + "checkpoints: {every: 1s}\n" + kafkaIO,
+			want: `pipeline.yaml:3:15: checkpoints: unknown field "every"`},
+		{name: "stdin", doc: badger + "checkpoints: {}\nsources: [{name: in, type: stdin}]\nsinks: [{name: out, type: stdout}]\n",
+			want: `pipeline.yaml:4:11: sources[0] "in": standard input cannot resume from a checkpoint`},
+		{name: "exactly once to stdout", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: kafka, topics: [a]}]\nsinks: [{name: out, type: stdout}]\n",
+			want: `pipeline.yaml:5:9: sinks[0] "out": exactly_once delivery needs Kafka sinks`},
+		{name: "exactly once from a file", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: file, path: readings.json}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `sources[0] "in": exactly_once delivery needs Kafka sources`},
+		{name: "exactly once from two groups", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: kafka, topics: [a]}, {name: in2, type: kafka, topics: [c]}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `checkpoints.delivery: exactly_once delivery supports one Kafka source`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setupDir(t)
+			_, err := Parse("pipeline.yaml", []byte("name: p\n"+tt.doc), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v\nwant it to contain %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,348 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Checkpointing makes a run take consistent checkpoints (see the package
+// documentation, "Checkpoints").
+type Checkpointing struct {
+	// Interval is the time between the end of one checkpoint and the start
+	// of the next; 0 means checkpoints are taken only when the run ends.
+	Interval time.Duration
+	// Commit makes a checkpoint durable: the engine calls it with the
+	// pipeline quiesced, from the dispatcher goroutine, one at a time. An
+	// error fails the run. After it returns, sources that are
+	// CheckpointListeners are told.
+	Commit func(ctx context.Context, cp *Checkpoint) error
+	// Restore is the checkpoint the run continues from, or nil.
+	Restore *Checkpoint
+}
+
+// Checkpoint is what a run records at a checkpoint, besides the operators'
+// state (which is in their store): where each source is, and event time.
+type Checkpoint struct {
+	// Epoch numbers checkpoints from 1 across restarts.
+	Epoch uint64 `json:"epoch"`
+	// Sources holds, by source index, a Snapshotter's snapshot, or, for a
+	// Replayable source, the number of records and dead letters it had
+	// handed out.
+	Sources []SourceCheckpoint `json:"sources"`
+	// Watermark is the last watermark every operator was given.
+	Watermark int64 `json:"watermark"`
+	// Times holds, by source index, the event-time tracking the
+	// watermark is computed from.
+	Times []SourceTimeCheckpoint `json:"times"`
+}
+
+// SourceCheckpoint is one source's position in a Checkpoint.
+type SourceCheckpoint struct {
+	Name     string          `json:"name"`
+	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	Records  int64           `json:"records,omitempty"`
+}
+
+// SourceTimeCheckpoint is one source's event-time tracking.
+type SourceTimeCheckpoint struct {
+	Held    int64           `json:"held"`
+	MaxSeen int64           `json:"max_seen"`
+	Parts   []PartitionTime `json:"parts,omitempty"`
+}
+
+// PartitionTime is the highest event time seen on one partition.
+type PartitionTime struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Max       int64  `json:"max"`
+}
+
+// Marshal encodes cp.
+func (cp *Checkpoint) Marshal() ([]byte, error) { return json.Marshal(cp) }
+
+// UnmarshalCheckpoint decodes what Marshal encoded.
+func UnmarshalCheckpoint(b []byte) (*Checkpoint, error) {
+	cp := new(Checkpoint)
+	if err := json.Unmarshal(b, cp); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+// Snapshotter is a source that can say where it is and resume there. The
+// engine calls Snapshot only while the source is paused in Out.Barrier or
+// after Run has returned; it calls Restore before Run.
+type Snapshotter interface {
+	Snapshot() (json.RawMessage, error)
+	Restore(snapshot json.RawMessage) error
+}
+
+// Replayable is a source that hands out the same records in the same order
+// every time it runs (a file, a seeded generator): the engine resumes it by
+// dropping as many records as it had handed out at the checkpoint.
+type Replayable interface {
+	Replayable() bool
+}
+
+// CheckpointListener is a source told when a checkpoint is complete, as
+// Flink's notifyCheckpointComplete: a Kafka source commits the group's
+// offsets then. It is called from the dispatcher goroutine while the
+// source may be running.
+type CheckpointListener interface {
+	CheckpointComplete(ctx context.Context, cp *Checkpoint) error
+}
+
+// Restorer is an operator whose in-memory state must be rebuilt from its
+// store when a run continues from a checkpoint. The engine calls Restore
+// once, before any Process, with the checkpoint's watermark and which
+// record keys this instance owns.
+type Restorer interface {
+	Restore(ctx context.Context, wm int64, owns func(key []byte) bool) error
+}
+
+// Checkpointable reports whether every source can resume from a
+// checkpoint, and names the first that cannot.
+func Checkpointable(sources []Source) error {
+	for _, s := range sources {
+		if _, ok := s.(Snapshotter); ok {
+			continue
+		}
+		if r, ok := s.(Replayable); ok && r.Replayable() {
+			continue
+		}
+		return fmt.Errorf("source %q cannot resume from a checkpoint", s.Name())
+	}
+	return nil
+}
+
+// barrier coordinates the sources' part of a checkpoint. The dispatcher
+// requests one; each source, at its next safe point (Out.Barrier), sends a
+// marker batch after everything it handed out and waits until the
+// checkpoint is done.
+type barrier struct {
+	requested atomic.Bool
+	mu        sync.Mutex
+	resume    chan struct{} // closed when the current checkpoint is done
+	outs      []*Out
+}
+
+func newBarrier() *barrier { return &barrier{resume: make(chan struct{})} }
+
+// request asks every source for a barrier, waking those waiting for input.
+func (b *barrier) request() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.requested.Store(true)
+	for _, o := range b.outs {
+		if o.pollCancel != nil {
+			o.pollCancel()
+			o.pollCancel = nil
+		}
+	}
+}
+
+// release lets the sources go on after a checkpoint.
+func (b *barrier) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.requested.Store(false)
+	close(b.resume)
+	b.resume = make(chan struct{})
+}
+
+// Barrier marks a safe point of the source: everything it handed out so
+// far is a consistent prefix of its input, one it can say where it ends
+// (Snapshotter) or replay up to. If a checkpoint is waiting for this
+// source, Barrier sends the current batch and a barrier after it, and
+// returns when the checkpoint is done. Otherwise it returns at once. A
+// source that never calls Barrier holds checkpoints back until it ends.
+func (o *Out) Barrier() error {
+	if o.bar == nil || !o.bar.requested.Load() {
+		return nil
+	}
+	if err := o.Flush(); err != nil {
+		return err
+	}
+	o.bar.mu.Lock()
+	resume := o.bar.resume
+	o.bar.mu.Unlock()
+	if err := o.take(); err != nil {
+		return err
+	}
+	b := o.cur
+	o.cur = nil
+	b.marker = markerBarrier
+	select {
+	case o.ch <- b:
+	case <-o.ctx.Done():
+		o.pool.put(b)
+		return o.ctx.Err()
+	}
+	select {
+	case <-resume:
+		return nil
+	case <-o.ctx.Done():
+		return o.ctx.Err()
+	}
+}
+
+// PollContext returns a context that is done when ctx is, or when a
+// checkpoint wants this source to come to a barrier: a source waiting for
+// input (a Kafka poll) waits on it, then calls Barrier.
+func (o *Out) PollContext(ctx context.Context) context.Context {
+	if o.bar == nil {
+		return ctx
+	}
+	o.bar.mu.Lock()
+	defer o.bar.mu.Unlock()
+	pctx, cancel := context.WithCancel(ctx)
+	if o.bar.requested.Load() {
+		cancel()
+	} else {
+		if o.pollCancel != nil {
+			o.pollCancel()
+		}
+		o.pollCancel = cancel
+	}
+	return pctx
+}
+
+// end sends the marker that tells the dispatcher the source has ended, so
+// checkpoints no longer wait for it.
+func (o *Out) end() {
+	if o.bar == nil {
+		return
+	}
+	if err := o.take(); err != nil {
+		return
+	}
+	b := o.cur
+	o.cur = nil
+	b.marker = markerEnd
+	select {
+	case o.ch <- b:
+	case <-o.ctx.Done():
+		o.pool.put(b)
+	}
+}
+
+// Markers are batches that carry no records, only news from a source.
+const (
+	markerNone    = iota
+	markerBarrier // the source is paused at a barrier
+	markerEnd     // the source has ended
+)
+
+// busy counts the work in the pipeline that a checkpoint waits for: source
+// batches and emitted batches not yet complete, and watermark-only pieces
+// not yet handled. idle is signalled when it drops to zero.
+type busy struct {
+	n    atomic.Int64
+	idle chan struct{}
+}
+
+func newBusy() *busy { return &busy{idle: make(chan struct{}, 1)} }
+
+func (b *busy) add() { b.n.Add(1) }
+
+func (b *busy) done() {
+	if b.n.Add(-1) == 0 {
+		select {
+		case b.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait returns once nothing is busy, or when ctx is done.
+func (b *busy) wait(ctx context.Context) error {
+	for b.n.Load() != 0 {
+		select {
+		case <-b.idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// snapshot records the event-time tracking of every source.
+func (w *watermarks) snapshot() []SourceTimeCheckpoint {
+	out := make([]SourceTimeCheckpoint, len(w.sources))
+	for i, s := range w.sources {
+		out[i] = SourceTimeCheckpoint{Held: s.held, MaxSeen: s.maxSeen}
+		for k, p := range s.parts {
+			out[i].Parts = append(out[i].Parts, PartitionTime{Topic: k.topic, Partition: k.partition, Max: p.max})
+		}
+	}
+	return out
+}
+
+// restore continues event-time tracking from a checkpoint. Partitions
+// count as seen now, so that idleness is measured from the restart.
+func (w *watermarks) restore(times []SourceTimeCheckpoint) error {
+	if len(times) != len(w.sources) {
+		return fmt.Errorf("checkpoint has event time for %d sources, the pipeline has %d", len(times), len(w.sources))
+	}
+	now := w.now()
+	for i, t := range times {
+		s := w.sources[i]
+		s.held, s.maxSeen, s.lastSeen = t.Held, t.MaxSeen, now
+		if s.et == nil {
+			continue
+		}
+		for _, p := range t.Parts {
+			s.parts[partKey{p.Topic, p.Partition}] = &partTime{max: p.Max, lastSeen: now}
+		}
+	}
+	return nil
+}
+
+// restoreSources gives each source its position in cp.
+func (p *Pipeline) restoreSources(cp *Checkpoint, outs []*Out) error {
+	if len(cp.Sources) != len(p.Sources) {
+		return fmt.Errorf("checkpoint has %d sources, the pipeline has %d", len(cp.Sources), len(p.Sources))
+	}
+	for i, s := range p.Sources {
+		sc := cp.Sources[i]
+		if sc.Name != s.Name() {
+			return fmt.Errorf("checkpoint source %d is %q, the pipeline's is %q", i, sc.Name, s.Name())
+		}
+		if sn, ok := s.(Snapshotter); ok {
+			if err := sn.Restore(sc.Snapshot); err != nil {
+				return fmt.Errorf("source %q: restoring: %w", s.Name(), err)
+			}
+			continue
+		}
+		outs[i].skip = sc.Records
+		outs[i].count = 0
+	}
+	return nil
+}
+
+// snapshotSources records where every source is. The sources are paused
+// at a barrier or have ended.
+func (p *Pipeline) snapshotSources(outs []*Out) ([]SourceCheckpoint, error) {
+	scs := make([]SourceCheckpoint, len(p.Sources))
+	for i, s := range p.Sources {
+		scs[i].Name = s.Name()
+		if sn, ok := s.(Snapshotter); ok {
+			snap, err := sn.Snapshot()
+			if err != nil {
+				return nil, fmt.Errorf("source %q: snapshot: %w", s.Name(), err)
+			}
+			scs[i].Snapshot = snap
+			continue
+		}
+		scs[i].Records = outs[i].handed
+	}
+	return scs, nil
+}
+
+// errNoCommit is returned for a Checkpointing without Commit.
+var errNoCommit = errors.New("engine: checkpointing without a Commit function")

@@ -1,0 +1,128 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/engine"
+)
+
+var (
+	_ engine.Snapshotter        = (*Source)(nil)
+	_ engine.CheckpointListener = (*Source)(nil)
+)
+
+// sourceSnapshot is a Source's checkpoint: per topic and partition, the
+// offset of the next record to read.
+type sourceSnapshot map[string]map[string]int64
+
+// Snapshot implements engine.Snapshotter. It is called while Run is paused
+// at a barrier, when every batch Run handed out is complete, so each
+// partition's completed offset is where it is. Partitions of the restored
+// checkpoint not read since keep their offsets.
+func (s *Source) Snapshot() (json.RawMessage, error) {
+	snap := sourceSnapshot{}
+	put := func(tp srcTP, off int64) {
+		if snap[tp.topic] == nil {
+			snap[tp.topic] = map[string]int64{}
+		}
+		snap[tp.topic][strconv.Itoa(int(tp.partition))] = off
+	}
+	for tp, off := range s.restore {
+		put(tp, off)
+	}
+	s.mu.Lock()
+	for tp, p := range s.parts {
+		if p.owned && p.commit.Offset >= 0 {
+			put(tp, p.commit.Offset)
+		}
+	}
+	s.mu.Unlock()
+	return json.Marshal(snap)
+}
+
+// Restore implements engine.Snapshotter: each partition resumes from the
+// checkpoint's offset when first assigned, whatever the group committed.
+func (s *Source) Restore(b json.RawMessage) error {
+	if s.txn != nil {
+		// Exactly-once: the group's offsets were committed in the same
+		// transaction as the checkpoint, and are where it resumes.
+		return nil
+	}
+	var snap sourceSnapshot
+	if err := json.Unmarshal(b, &snap); err != nil {
+		return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
+	}
+	s.restore = make(map[srcTP]int64)
+	for topic, parts := range snap {
+		for p, off := range parts {
+			n, err := strconv.ParseInt(p, 10, 32)
+			if err != nil || off < 0 {
+				return fmt.Errorf("kafka source %q: checkpoint: bad partition %q or offset %d of topic %q", s.name, p, off, topic)
+			}
+			s.restore[srcTP{topic, int32(n)}] = off
+		}
+	}
+	return nil
+}
+
+// CheckpointComplete implements engine.CheckpointListener: it commits the
+// offsets the checkpoint recorded (the source is still paused at its
+// barrier, so they are the completed offsets). A failed commit is logged,
+// not fatal: the next checkpoint commits again, and a restart resumes from
+// the checkpoint, not from the group's offsets.
+func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) error {
+	if !s.checkpointed || s.txn != nil {
+		return nil
+	}
+	if err := s.commit(ctx, nil); err != nil {
+		s.log.Warn("kafka source: committing offsets after a checkpoint", "group", s.group, "epoch", cp.Epoch, "error", err)
+	}
+	return nil
+}
+
+// Txn returns the source's transaction in an exactly-once run, or nil.
+func (s *Source) Txn() *Txn { return s.txn }
+
+// rewindRestored moves the partitions just assigned that the restored
+// checkpoint covers to its offsets, and returns them: what this poll
+// returned for them was fetched from elsewhere and is dropped. It runs on
+// Run's goroutine before the rebalance is allowed, as SetOffsets wants.
+func (s *Source) rewindRestored(assigned []srcTP) map[srcTP]bool {
+	var rewound map[srcTP]bool
+	set := map[string]map[int32]kgo.EpochOffset{}
+	for _, tp := range assigned {
+		off, ok := s.restore[tp]
+		if !ok {
+			continue
+		}
+		if set[tp.topic] == nil {
+			set[tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		set[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		if s.rewind == nil {
+			s.rewind = map[srcTP]int64{}
+		}
+		s.rewind[tp] = off
+		if rewound == nil {
+			rewound = map[srcTP]bool{}
+		}
+		rewound[tp] = true
+	}
+	if len(set) > 0 {
+		s.cl.SetOffsets(set)
+		s.log.Info("kafka source: resuming partitions from the checkpoint", "offsets", set)
+	}
+	return rewound
+}
+
+// skip reports whether a record is to be dropped: it was fetched before its
+// partition was rewound to the checkpoint, or lies before it.
+func (s *Source) skip(tp srcTP, offset int64, rewound map[srcTP]bool) bool {
+	off, ok := s.rewind[tp]
+	return ok && (rewound[tp] || offset < off)
+}

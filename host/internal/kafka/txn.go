@@ -1,0 +1,119 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TxnConfig makes a Source exactly-once: it consumes and produces through
+// one transactional client, whose transactions also commit the group's
+// offsets (franz-go's GroupTransactSession).
+type TxnConfig struct {
+	// ID is the transactional id. It must be stable across restarts of the
+	// same pipeline, so that a restarted instance fences its predecessor,
+	// and unique between pipelines.
+	ID string
+	// Compression, Linger and BatchMaxBytes configure the producer, as in
+	// SinkConfig; acks are always all.
+	Compression   string
+	Linger        time.Duration
+	BatchMaxBytes int32
+	// Timeout is the transaction timeout: the broker aborts a transaction
+	// open longer. Zero means 60s; it must exceed the checkpoint interval.
+	Timeout time.Duration
+}
+
+// Txn is the Kafka transaction of an exactly-once run. The Source that
+// made it consumes through its client; Kafka sinks, the Kafka dead-letter
+// output and the changelog produce through it (their configs' Txn), and
+// each checkpoint commits everything, with the consumed offsets, in one
+// transaction. Begin and Commit are called by the checkpoint, one at a
+// time; the Source closes the client.
+type Txn struct {
+	id   string
+	sess *kgo.GroupTransactSession
+	cl   *kgo.Client
+	log  *slog.Logger
+}
+
+// ErrTxnAborted is returned by Commit when the transaction was aborted
+// instead, because the group rebalanced during it: the run must restart
+// from its last checkpoint.
+var ErrTxnAborted = errors.New("kafka: the transaction was aborted (the consumer group rebalanced)")
+
+// Begin begins the next transaction.
+func (t *Txn) Begin() error {
+	if err := t.sess.Begin(); err != nil {
+		return fmt.Errorf("kafka: beginning a transaction: %w", err)
+	}
+	return nil
+}
+
+// Commit flushes what was produced and commits it, with the offsets of
+// everything the source polled, in one transaction. The caller makes sure
+// everything polled was processed and produced.
+func (t *Txn) Commit(ctx context.Context) error {
+	committed, err := t.sess.End(ctx, kgo.TryCommit)
+	if err != nil {
+		return fmt.Errorf("kafka: committing the transaction: %w", err)
+	}
+	if !committed {
+		return ErrTxnAborted
+	}
+	return nil
+}
+
+// Fence makes the brokers abort any transaction a previous instance with
+// the same transactional id left open (after a crash), and reject that
+// instance's writes from now on, by initialising the producer id anew. A
+// read_committed reader of the outputs is then no longer held back by the
+// old transaction.
+func (t *Txn) Fence(ctx context.Context) error {
+	for {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &t.id
+		req.TransactionTimeoutMillis = 60_000
+		resp, err := req.RequestWith(ctx, t.cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.CoordinatorLoadInProgress),
+			errors.Is(err, kerr.NotCoordinator), errors.Is(err, kerr.CoordinatorNotAvailable):
+			// The coordinator is still aborting the old transaction.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return fmt.Errorf("kafka: fencing transactional id %q: %w", t.id, ctx.Err())
+			}
+		default:
+			return fmt.Errorf("kafka: fencing transactional id %q: %w", t.id, err)
+		}
+	}
+}
+
+// txnOpts returns the producer options of a transactional client.
+func txnOpts(cc ClientConfig, tc *TxnConfig, log *slog.Logger) ([]kgo.Opt, error) {
+	if tc.ID == "" {
+		return nil, errors.New("no transactional id")
+	}
+	opts, _, err := snkProducerOpts(cc, tc.Compression, AcksAll, tc.Linger, tc.BatchMaxBytes, 0, log)
+	if err != nil {
+		return nil, err
+	}
+	timeout := tc.Timeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	return append(opts, kgo.TransactionalID(tc.ID), kgo.TransactionTimeout(timeout),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets()), nil
+}

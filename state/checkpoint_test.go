@@ -1,0 +1,298 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func openCheckpointed(t *testing.T, dir string, cache int64) *Badger {
+	t.Helper()
+	o := testBadgerOptions(dir, cache)
+	o.Checkpointed = true
+	b, err := OpenBadger(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// snapshot returns every key and value of s.
+func snapshot(t *testing.T, s Scanner) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	if err := s.Scan(nil, func(k, v []byte) error {
+		m[string(k)] = string(v)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameState(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d keys, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %q = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// randomEpoch applies n random puts and deletes over keys k0..k(keys-1) to
+// both s and the model.
+func randomEpoch(t *testing.T, r *rand.Rand, s Store, model map[string]string, n, keys int) {
+	t.Helper()
+	for range n {
+		k := fmt.Sprintf("k%04d", r.IntN(keys))
+		var m Mutation
+		if r.IntN(5) == 0 {
+			m = del(k)
+			delete(model, k)
+		} else {
+			v := fmt.Sprintf("%s-%d-%s", k, r.Uint32(), make([]byte, r.IntN(40)))
+			m = set(k, v)
+			model[k] = v
+		}
+		if err := s.Apply([]Mutation{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func clone(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// A store reopened after a crash is exactly as of its last checkpoint,
+// whatever was evicted to disk, flushed or half-checkpointed since.
+func TestBadgerCheckpointRollsBackOnOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cache int64
+		after func(t *testing.T, b *Badger) // what happens after the last checkpoint, before the crash
+	}{
+		{"evictions", 2000, func(t *testing.T, b *Badger) {}},
+		{"no-cache", -1, func(t *testing.T, b *Badger) {}},
+		{"flushed", 0, func(t *testing.T, b *Badger) {
+			if err := b.Flush(); err != nil { // a checkpoint that crashed before its record
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := rand.New(rand.NewPCG(1, 2))
+			model := map[string]string{}
+			var want map[string]string
+			var wantMeta string
+			for round := range 4 {
+				b := openCheckpointed(t, dir, tc.cache)
+				if cp, ok := b.Committed(); round > 0 && (!ok || string(cp.Meta) != wantMeta) {
+					t.Fatalf("round %d: committed meta %q (found %v), want %q", round, cp.Meta, ok, wantMeta)
+				}
+				if round > 0 {
+					sameState(t, snapshot(t, b), want)
+					model = clone(want)
+				}
+				for epoch := range 3 {
+					randomEpoch(t, r, b, model, 300, 200)
+					wantMeta = fmt.Sprintf("round %d epoch %d", round, epoch)
+					if err := b.Checkpoint([]byte(wantMeta)); err != nil {
+						t.Fatal(err)
+					}
+					want = clone(model)
+				}
+				randomEpoch(t, r, b, model, 300, 200) // lost in the crash
+				tc.after(t, b)
+				if err := b.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A prepared checkpoint found on open blocks the store until Resolve keeps
+// it or rolls it back.
+func TestBadgerPrepareResolve(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			dir := t.TempDir()
+			b := openCheckpointed(t, dir, 1000)
+			r := rand.New(rand.NewPCG(3, 4))
+			model := map[string]string{}
+			randomEpoch(t, r, b, model, 200, 100)
+			if err := b.Checkpoint([]byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			first := clone(model)
+			randomEpoch(t, r, b, model, 200, 100)
+			if err := b.Prepare([]byte("two")); err != nil {
+				t.Fatal(err)
+			}
+			second := clone(model)
+			b.Close() // the crash: the Kafka transaction's fate is unknown
+
+			b = openCheckpointed(t, dir, 1000)
+			defer b.Close()
+			cp, ok := b.Prepared()
+			if !ok || string(cp.Meta) != "two" {
+				t.Fatalf("prepared = %q, %v; want two", cp.Meta, ok)
+			}
+			if _, _, err := b.Get([]byte("k0001")); !errors.Is(err, ErrUnresolved) {
+				t.Fatalf("Get before Resolve: %v, want ErrUnresolved", err)
+			}
+			if err := b.Resolve(commit); err != nil {
+				t.Fatal(err)
+			}
+			want, meta := first, "one"
+			if commit {
+				want, meta = second, "two"
+			}
+			sameState(t, snapshot(t, b), want)
+			if cp, _ := b.Committed(); string(cp.Meta) != meta {
+				t.Fatalf("committed meta %q, want %q", cp.Meta, meta)
+			}
+			if _, ok := b.Prepared(); ok {
+				t.Fatal("still prepared after Resolve")
+			}
+		})
+	}
+}
+
+// Commit is refused without Prepare, and after state was applied since.
+func TestBadgerCommitNeedsPrepare(t *testing.T) {
+	b := openCheckpointed(t, t.TempDir(), 0)
+	defer b.Close()
+	if err := b.Commit(nil); err == nil {
+		t.Fatal("Commit without Prepare succeeded")
+	}
+	if err := b.Prepare([]byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Apply([]Mutation{set("a", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(nil); err == nil {
+		t.Fatal("Commit after Apply succeeded")
+	}
+}
+
+// A store without Checkpointed keeps what a run wrote when it closes, even
+// if an earlier run checkpointed it.
+func TestBadgerCloseCommitsWithoutCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	b := openCheckpointed(t, dir, 0)
+	if err := b.Apply([]Mutation{set("a", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Checkpoint([]byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+
+	o := testBadgerOptions(dir, 0)
+	b2, err := OpenBadger(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b2.Apply([]Mutation{set("b", "2"), del("a")}); err != nil {
+		t.Fatal(err)
+	}
+	b2.Close()
+
+	b3 := openCheckpointed(t, dir, 0)
+	defer b3.Close()
+	sameState(t, snapshot(t, b3), map[string]string{"b": "2"})
+	if cp, ok := b3.Committed(); !ok || len(cp.Meta) != 0 {
+		t.Fatalf("committed meta %q, %v; want empty", cp.Meta, ok)
+	}
+}
+
+// Changes lists what the prepared epoch wrote, deletions included, once
+// per key, whatever was evicted or overwritten meanwhile.
+func TestBadgerChanges(t *testing.T) {
+	for _, cache := range []int64{0, 300, -1} {
+		t.Run(fmt.Sprintf("cache=%d", cache), func(t *testing.T) {
+			b := openCheckpointed(t, t.TempDir(), cache)
+			defer b.Close()
+			r := rand.New(rand.NewPCG(5, 6))
+			model := map[string]string{}
+			randomEpoch(t, r, b, model, 300, 60)
+			if err := b.Checkpoint([]byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			before := clone(model)
+			randomEpoch(t, r, b, model, 100, 60)
+			if err := b.Changes(func([]byte, []byte, bool) error { return nil }); err == nil && cache >= 0 {
+				// With a cache, unflushed writes make Changes refuse.
+				t.Fatal("Changes before Prepare succeeded")
+			}
+			if err := b.Prepare([]byte("two")); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			var order []string
+			if err := b.Changes(func(k, v []byte, deleted bool) error {
+				order = append(order, string(k))
+				if deleted {
+					got[string(k)] = "<deleted>"
+				} else {
+					got[string(k)] = string(v)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			for k := range union(before, model) {
+				if before[k] == model[k] {
+					continue
+				}
+				if v, ok := model[k]; ok {
+					want[k] = v
+				} else {
+					want[k] = "<deleted>"
+				}
+			}
+			// A key rewritten with its old value, or created and deleted,
+			// may also be listed, with its current value.
+			for k, v := range got {
+				if _, ok := want[k]; !ok {
+					if mv, live := model[k]; (live && mv != v) || (!live && v != "<deleted>") {
+						t.Fatalf("extra change %q = %q, current %q", k, v, mv)
+					}
+					want[k] = v
+				}
+			}
+			sameState(t, got, want)
+			if !slices.IsSorted(order) || len(order) != len(got) {
+				t.Fatalf("keys not once each in order: %v", order)
+			}
+			if err := b.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func union(a, b map[string]string) map[string]bool {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return m
+}
