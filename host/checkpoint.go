@@ -52,6 +52,7 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		if err := txn.Fence(ctx); err != nil {
 			return nil, close, err
 		}
+		p.opts.Logger.Debug("kafka: fenced earlier instances", "transactional_id", c.TransactionalID)
 	}
 	if b, ok := cs.(*state.Badger); ok {
 		if prep, ok := b.Prepared(); ok {

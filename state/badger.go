@@ -964,8 +964,10 @@ func (a slogAdapter) Warningf(f string, args ...any) {
 	a.l.Warn(strings.TrimSpace(fmt.Sprintf(f, args...)))
 }
 
+// Infof logs at debug level: badger's info messages (tables opened, levels)
+// are about its internals, not the pipeline.
 func (a slogAdapter) Infof(f string, args ...any) {
-	a.l.Info(strings.TrimSpace(fmt.Sprintf(f, args...)))
+	a.l.Debug(strings.TrimSpace(fmt.Sprintf(f, args...)))
 }
 
 func (a slogAdapter) Debugf(f string, args ...any) {

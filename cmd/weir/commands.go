@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/state"
 )
 
 type globalFlags struct {
@@ -65,18 +66,19 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 }
 
 func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string, broker *host.Broker) (*host.Pipeline, *slog.Logger, error) {
+	return g.loadWith(ctx, cmd, path, host.Options{Broker: broker})
+}
+
+// loadWith loads a pipeline with opts, filling in the streams, logger and
+// cache directory.
+func (g *globalFlags) loadWith(ctx context.Context, cmd *cobra.Command, path string, opts host.Options) (*host.Pipeline, *slog.Logger, error) {
 	log, err := g.logger(cmd.ErrOrStderr())
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := host.Load(ctx, path, host.Options{
-		Stdin:    cmd.InOrStdin(),
-		Stdout:   cmd.OutOrStdout(),
-		Stderr:   cmd.ErrOrStderr(),
-		Logger:   log,
-		CacheDir: g.cacheDir,
-		Broker:   broker,
-	})
+	opts.Stdin, opts.Stdout, opts.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	opts.Logger, opts.CacheDir = log, g.cacheDir
+	p, err := host.Load(ctx, path, opts)
 	return p, log, err
 }
 
@@ -202,7 +204,9 @@ then each plugin, which is built if it is Go source, compiled, checked against
 the ABI and initialised with its config. Nothing reads input.`,
 		Args: exactArgs(1, "one pipeline file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, _, err := g.load(cmd.Context(), cmd, args[0], nil)
+			// A throwaway store: validating must not open, or create, the
+			// pipeline's state directory.
+			p, _, err := g.loadWith(cmd.Context(), cmd, args[0], host.Options{Store: state.NewMemory()})
 			if err != nil {
 				return err
 			}

@@ -165,7 +165,9 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from int64, appl
 		return res, err
 	}
 	log = snkLogger(log)
-	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+	// Control records (transaction markers) take offsets too; keeping them
+	// lets the replay see that it reached the end when one is last.
+	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {changelogPartition: kgo.NewOffset().At(from)}}))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -187,6 +189,7 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from int64, appl
 		return res, fmt.Errorf("changelog %q: listing its end: %w", topic, end.Err)
 	}
 	start := time.Now()
+	log.Debug("changelog: replaying", "topic", topic, "from", from, "to", end.Offset)
 	for res.Next < end.Offset {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -208,6 +211,8 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from int64, appl
 			}
 			res.Next = r.Offset + 1
 			switch {
+			case r.Attrs.IsControl():
+				continue
 			case string(r.Key) == ChangelogMarker:
 				if len(r.Value) == 0 || r.Value[0] != 'm' {
 					return res, fmt.Errorf("changelog %q: offset %d: malformed checkpoint marker", topic, r.Offset)
@@ -228,9 +233,6 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from int64, appl
 			}
 		}
 	}
-	// Control records (transaction markers) take offsets too: the end may
-	// lie past the last record read.
-	res.Next = max(res.Next, end.Offset)
 	if res.Changes > 0 || res.Meta != nil {
 		log.Info("replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
 	}

@@ -1,0 +1,287 @@
+package exactlyonce_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host"
+)
+
+const (
+	sensors    = 20
+	partitions = 4
+	records    = 20000
+	rate       = 5000 // records per second while the pipeline is being killed
+	kills      = 5
+	t0         = int64(1_700_000_000_000)
+)
+
+// window is one result: a sensor's 1-second window.
+type window struct {
+	Sensor   string `json:"sensor"`
+	Start    int64  `json:"window_start"`
+	Total    int64  `json:"total"`
+	Readings int64  `json:"readings"`
+}
+
+func (w window) id() string { return fmt.Sprintf("%s@%d", w.Sensor, w.Start) }
+
+// TestCrashRecovery runs the pipeline under a steady stream of readings and
+// SIGKILLs it at five random moments, restarting it each time; before one
+// restart it also deletes the state directory, as if the pipeline moved to
+// a new machine, so the state must be rebuilt from the changelog. Exactly
+// once, the results a read_committed consumer sees must be the no-fault
+// reference exactly: every window once, with the right sums. At least
+// once, every window must be there with the right sums, and nothing else
+// but repeats of them.
+func TestCrashRecovery(t *testing.T) {
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) { crashRecovery(t, mode) })
+	}
+}
+
+func crashRecovery(t *testing.T, mode string) {
+	bin := weirtest.Weir(t)
+	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	stateDir := filepath.Join(dir, "state")
+	rebuilt := 0 // the run that started without a state directory
+	env := append(os.Environ(),
+		"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+		"WEIR_STATE_DIR="+stateDir,
+		"WEIR_CHECKPOINTS_DELIVERY="+mode,
+	)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+
+	want, stopProducing := produce(t, b.Addrs())
+	defer stopProducing()
+
+	runs := 0
+	type proc struct {
+		cmd  *exec.Cmd
+		done chan error
+	}
+	start := func() proc {
+		runs++
+		cmd := exec.Command(bin, "run", "--log-level", "debug", "pipeline.yaml")
+		cmd.Env = env
+		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("run-%d.log", runs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr, cmd.Stdout = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := proc{cmd, make(chan error, 1)}
+		go func() { p.done <- cmd.Wait(); logf.Close() }()
+		return p
+	}
+	defer func() {
+		if t.Failed() {
+			for i := 1; i <= runs; i++ {
+				b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("run-%d.log", i)))
+				t.Logf("run %d:\n%s", i, lastLines(string(b), 40))
+			}
+		}
+	}()
+
+	p := start()
+	for k := range kills {
+		select {
+		case err := <-p.done:
+			t.Fatalf("run %d ended by itself: %v", runs, err)
+		case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
+		}
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+		if k == kills/2 {
+			// Lose the machine's disk: the state must come back from
+			// the changelog topic.
+			if err := os.RemoveAll(stateDir); err != nil {
+				t.Fatal(err)
+			}
+			rebuilt = runs + 1
+		}
+		p = start()
+	}
+
+	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", p.done)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-p.done; err != nil {
+		t.Errorf("the last run did not stop cleanly: %v", err)
+	}
+
+	log, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("run-%d.log", rebuilt)))
+	if i := strings.Index(string(log), `msg="state restored from the changelog"`); i < 0 {
+		t.Errorf("run %d, without a state directory, did not restore its state from the changelog", rebuilt)
+	} else {
+		t.Logf("run %d: %s", rebuilt, strings.SplitN(string(log[i:]), "\n", 2)[0])
+	}
+
+	seen := map[string]int{}
+	for _, w := range got {
+		ref, ok := want[w.id()]
+		switch {
+		case !ok:
+			t.Errorf("unexpected result %+v", w)
+		case w != ref:
+			t.Errorf("result %+v, want %+v", w, ref)
+		}
+		seen[w.id()]++
+	}
+	missing, dup := 0, 0
+	for id := range want {
+		switch n := seen[id]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dup += n - 1
+		}
+	}
+	t.Logf("%s: %d results, %d windows, %d runs, %d duplicates", mode, len(got), len(want), runs, dup)
+	if missing > 0 {
+		t.Errorf("%d of %d windows missing", missing, len(want))
+	}
+	if mode == "exactly_once" && dup > 0 {
+		t.Errorf("%d duplicate results", dup)
+	}
+}
+
+// produce writes the readings at a steady rate in the background and
+// returns the reference results, and a function that stops it. Readings go
+// round the partitions by sensor; event time rises by 5 ms a reading. A
+// last reading on every partition, an hour later, closes every window.
+func produce(t *testing.T, addrs []string) (map[string]window, func()) {
+	want := map[string]window{}
+	type reading struct {
+		part int32
+		key  string
+		val  []byte
+	}
+	var rs []reading
+	for i := range records {
+		s := fmt.Sprintf("s%02d", i%sensors)
+		ts := t0 + int64(i)*5
+		v := int64(i % 97)
+		rs = append(rs, reading{int32(i % sensors % partitions), s, fmt.Appendf(nil, `{"sensor":%q,"value":%d,"ts":%d}`, s, v, ts)})
+		w := window{Sensor: s, Start: ts - ts%1000}
+		w = want[w.id()].add(w, v)
+		want[w.id()] = w
+	}
+	for p := range int32(partitions) {
+		rs = append(rs, reading{p, "end", fmt.Appendf(nil, `{"sensor":"end","value":0,"ts":%d}`, t0+int64(records)*5+3600_000)})
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("readings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cl.Close()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		per := rate / 100
+		for i := 0; i < len(rs); i += per {
+			<-tick.C
+			var batch []*kgo.Record
+			for _, r := range rs[i:min(i+per, len(rs))] {
+				batch = append(batch, &kgo.Record{Partition: r.part, Key: []byte(r.key), Value: r.val})
+			}
+			if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("producing: %v", err)
+				}
+				return
+			}
+		}
+	}()
+	return want, func() { cancel(); wg.Wait() }
+}
+
+func (w window) add(k window, v int64) window {
+	k.Total, k.Readings = w.Total+v, w.Readings+1
+	return k
+}
+
+// consumeUntil reads the results, read_committed, until there are results
+// for n distinct windows; exactly once, it then reads on for a while to
+// catch any more.
+func consumeUntil(t *testing.T, addrs []string, n int, settle bool, exited chan error) []window {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics("sums"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []window
+	distinct := map[string]bool{}
+	deadline := time.Now().Add(90 * time.Second)
+	var settleUntil time.Time
+	for {
+		now := time.Now()
+		if !settleUntil.IsZero() && now.After(settleUntil) {
+			return got
+		}
+		if now.After(deadline) {
+			t.Fatalf("results for %d of %d windows after 90s", len(distinct), n)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the pipeline ended by itself (%v) with results for %d of %d windows", err, len(distinct), n)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			var w window
+			if err := json.Unmarshal(r.Value, &w); err != nil {
+				t.Fatalf("result %s: %v", r.Value, err)
+			}
+			got = append(got, w)
+			distinct[w.id()] = true
+		})
+		if len(distinct) >= n && settleUntil.IsZero() {
+			if !settle {
+				return got
+			}
+			settleUntil = time.Now().Add(2 * time.Second)
+		}
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
