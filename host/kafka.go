@@ -82,7 +82,10 @@ type ConsumeOptions struct {
 	Timeout       time.Duration // stop after this long without a record; 0 for never
 	Group         string        // consume in this group and commit; empty for none
 	Meta          bool          // print partition, offset, timestamp and key around each value
-	Logger        *slog.Logger
+	// ReadUncommitted also prints records of open and aborted transactions;
+	// by default only committed records are printed (read_committed).
+	ReadUncommitted bool
+	Logger          *slog.Logger
 }
 
 // Consume prints a topic's records to w as JSON lines and returns how many
@@ -91,5 +94,6 @@ func Consume(ctx context.Context, opts ConsumeOptions, w io.Writer) (int64, erro
 	return kafka.Consume(ctx, kafka.ConsumeConfig{
 		Client: opts.Client.config(), Topic: opts.Topic, FromBeginning: opts.FromBeginning,
 		Max: opts.Max, Timeout: opts.Timeout, Group: opts.Group, Meta: opts.Meta, Logger: opts.Logger,
+		ReadUncommitted: opts.ReadUncommitted,
 	}, w)
 }

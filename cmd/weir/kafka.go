@@ -168,5 +168,6 @@ func newConsumeCmd(g *globalFlags) *cobra.Command {
 	f.DurationVar(&opts.Timeout, "timeout", 0, "stop after this long without a record (0: never)")
 	f.StringVar(&opts.Group, "group", "", "consume in this consumer group and commit offsets")
 	f.BoolVar(&opts.Meta, "meta", false, "print partition, offset, timestamp and key with each value")
+	f.BoolVar(&opts.ReadUncommitted, "read-uncommitted", false, "also print records of open and aborted transactions (default: committed records only)")
 	return cmd
 }

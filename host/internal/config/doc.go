@@ -61,6 +61,7 @@
 //	    topics: [sensor.readings]  # exactly one of topics (non-empty list of topic names, no duplicates)
 //	    topic_regex: "^sensor\\."  #   or topic_regex (a Go regexp matched anywhere in a name, as in franz-go)
 //	    group: sensor-anomaly       # default: the pipeline name
+//	    instance_id: host-1 # optional static membership (KIP-345): a restart takes its partitions back at once
 //	    start: earliest     # earliest (default) | latest | committed | an RFC 3339 timestamp (not before 1970)
 //	    stop_at: never      # never (default) | latest: end once each partition reaches the end offset it had at start
 //	    format: json        # json (default: values must be JSON) | raw
@@ -116,6 +117,12 @@
 //	state:                  # optional: where keyed state (plugin state, windows) is kept
 //	  backend: memory       # memory (default; lost at exit) | badger (on disk, survives restarts)
 //	  dir: state            # badger: required; relative to the pipeline dir; its parent must exist
+//	checkpoints:            # optional: consistent checkpoints of state and source positions
+//	  interval: 5s          # from the end of one to the start of the next; default 5s
+//	  delivery: at_least_once  # at_least_once (default) | exactly_once (Kafka source and sinks,
+//	                        #   one Kafka transaction per checkpoint; readers use read_committed)
+//	  changelog_topic: p-changelog  # runs with a Kafka source; default "<name>-changelog"
+//	  transactional_id: weir-p      # exactly_once; default "weir-<name>"; stable across restarts
 //	dead_letter:            # optional, default {type: stderr}
 //	  type: file            # stderr | file | kafka
 //	  path: dlq.jsonl       # file: required; its directory must exist
@@ -128,6 +135,12 @@
 // two Kafka sources of one group may not read the same topic. The embedded
 // broker's settings get their defaults exactly when no brokers are given;
 // Pipeline.UsesKafka tells whether any stage needs the cluster at all.
+//
+// Checkpoints need the badger state backend (they are kept with the state)
+// and sources that can resume: Kafka, a file, a generator, not standard
+// input. exactly_once delivery needs one Kafka source and only Kafka (or
+// discard) sinks, since every output must be able to take part in the
+// checkpoint's Kafka transaction.
 //
 // Generator sequences yield start, start+1, …, end. With count 0 the source
 // ends once a bounded sequence is exhausted; with count > 0 sequences wrap

@@ -35,6 +35,32 @@
 // order. The pieces a batch is cut into all belong to it, and it completes,
 // and is acknowledged to its source, only when every piece has been written.
 //
+// # Checkpoints
+//
+// With Pipeline.Checkpointing a run takes consistent checkpoints by an
+// epoch quiesce, rather than Flink's barriers flowing through the graph:
+// the dispatcher asks every source for a barrier; each source, at its next
+// safe point (Out.Barrier: for a Kafka source, once everything it polled
+// is handed out; for a Replayable source, after any record), sends a
+// marker after its last batch and waits; the dispatcher keeps dispatching
+// what comes before the markers. Once every source is paused or ended, it
+// waits until nothing is in flight — source batches, batches operators
+// emitted, watermark-only pieces — so every operator has applied
+// everything before the barrier to its store and every sink has
+// acknowledged its results. Then it records the sources' positions, the
+// watermark every operator was given and the event-time tracking behind
+// it (Checkpoint), calls Checkpointing.Commit, tells CheckpointListener
+// sources, and lets the sources go on. A final checkpoint is taken when a
+// run ends normally, with the last watermark before the end of input, so
+// a restarted bounded run does not treat new input as late.
+//
+// Continuing from a checkpoint (Checkpointing.Restore), Snapshotter
+// sources seek to their snapshot, Replayable sources skip the records they
+// had handed out, event time resumes where it was, and Restorer operators
+// rebuild their memory from the store, each instance taking the keys
+// routed to its worker. The pause costs the time to drain the pipeline:
+// with the default queue depth, a few batches per worker.
+//
 // # Stopping
 //
 // Cancelling Run's context stops the sources; what they already read drains

@@ -171,6 +171,10 @@ type ConsumeConfig struct {
 	// embedded as JSON when it is valid JSON, else as a string (null for a
 	// tombstone). Key and value bytes that are not UTF-8 become U+FFFD.
 	Meta bool
+	// ReadUncommitted also prints records of transactions not (yet)
+	// committed, and of aborted ones. By default Consume reads committed
+	// records only, as a reader of an exactly-once pipeline's output must.
+	ReadUncommitted bool
 	// Logger receives the client's warnings; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -219,6 +223,9 @@ func Consume(ctx context.Context, cfg ConsumeConfig, w io.Writer) (int64, error)
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcDefaultFetchMaxBytes),
 	)
+	if !cfg.ReadUncommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	var assignedAt atomic.Int64 // when the group first assigned partitions, in Unix nanoseconds
 	joinStart := time.Now()
 	if cfg.Group != "" {

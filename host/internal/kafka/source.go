@@ -237,13 +237,13 @@ type Source struct {
 	regex      string
 
 	// Checkpoints (source_checkpoint.go): restore holds a checkpoint's
-	// offsets, applied to each partition on its first assignment; rewind
-	// the partitions moved there, whose records before the offset are
-	// dropped. Both are Run's, like lastSnap, the last Snapshot.
+	// offsets, where the partitions it covers start (adjustOffsets); it is
+	// written by Restore before Run and read after restored is closed.
 	checkpointed bool
 	txn          *Txn
 	restore      map[srcTP]int64
-	rewind       map[srcTP]int64
+	restored     chan struct{}
+	restoreOnce  sync.Once
 
 	ran       atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
@@ -373,6 +373,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		startMilli:     cfg.StartTimestamp,
 		regex:          cfg.TopicRegex,
 		checkpointed:   cfg.Checkpointed || cfg.Txn != nil,
+		restored:       make(chan struct{}),
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -386,6 +387,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
+		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcOr(cfg.FetchMaxBytes, srcDefaultFetchMaxBytes)),
 	)
@@ -442,6 +444,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return fmt.Errorf("kafka source %q: Run called twice", s.name)
 	}
+	s.restoreDone() // no Restore before Run: the group's offsets stand
 	if s.topics != nil {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
@@ -500,7 +503,6 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 				return err
 			}
 		}
-		rewound := s.rewindRestored(announce)
 		var fatal error
 		fs.EachError(func(topic string, partition int32, err error) {
 			switch {
@@ -526,10 +528,6 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 			}
 			r := it.Next()
 			tp := srcTP{r.Topic, r.Partition}
-			if s.rewind != nil && s.skip(tp, r.Offset, rewound) {
-				ends.read(tp, r.Offset)
-				continue
-			}
 			if last < 0 || open[last].tp != tp {
 				last = slices.IndexFunc(open, func(o srcOpen) bool { return o.tp == tp })
 				if last < 0 {

@@ -51,12 +51,14 @@ func (s *Source) Restore(b json.RawMessage) error {
 	if s.txn != nil {
 		// Exactly-once: the group's offsets were committed in the same
 		// transaction as the checkpoint, and are where it resumes.
+		s.restoreDone()
 		return nil
 	}
 	var snap sourceSnapshot
 	if err := json.Unmarshal(b, &snap); err != nil {
 		return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
 	}
+	defer s.restoreDone()
 	s.restore = make(map[srcTP]int64)
 	for topic, parts := range snap {
 		for p, off := range parts {
@@ -88,41 +90,39 @@ func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) 
 // Txn returns the source's transaction in an exactly-once run, or nil.
 func (s *Source) Txn() *Txn { return s.txn }
 
-// rewindRestored moves the partitions just assigned that the restored
-// checkpoint covers to its offsets, and returns them: what this poll
-// returned for them was fetched from elsewhere and is dropped. It runs on
-// Run's goroutine before the rebalance is allowed, as SetOffsets wants.
-func (s *Source) rewindRestored(assigned []srcTP) map[srcTP]bool {
-	var rewound map[srcTP]bool
-	set := map[string]map[int32]kgo.EpochOffset{}
-	for _, tp := range assigned {
-		off, ok := s.restore[tp]
-		if !ok {
-			continue
-		}
-		if set[tp.topic] == nil {
-			set[tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		set[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
-		if s.rewind == nil {
-			s.rewind = map[srcTP]int64{}
-		}
-		s.rewind[tp] = off
-		if rewound == nil {
-			rewound = map[srcTP]bool{}
-		}
-		rewound[tp] = true
+// adjustOffsets is the client's AdjustFetchOffsetsFn: partitions the
+// restored checkpoint covers start at its offsets instead of the group's.
+// It waits until the engine has restored the source, or started it
+// without a checkpoint, since the group may be joined before either.
+func (s *Source) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	select {
+	case <-s.restored:
+	case <-ctx.Done():
+		return offsets, ctx.Err()
 	}
-	if len(set) > 0 {
-		s.cl.SetOffsets(set)
-		s.log.Info("kafka source: resuming partitions from the checkpoint", "offsets", set)
+	var moved map[string]map[int32]int64
+	for topic, parts := range offsets {
+		for p := range parts {
+			off, ok := s.restore[srcTP{topic, p}]
+			if !ok {
+				continue
+			}
+			parts[p] = kgo.NewOffset().At(off).WithEpoch(-1)
+			if moved == nil {
+				moved = map[string]map[int32]int64{}
+			}
+			if moved[topic] == nil {
+				moved[topic] = map[int32]int64{}
+			}
+			moved[topic][p] = off
+		}
 	}
-	return rewound
+	if moved != nil {
+		s.log.Info("kafka source: resuming partitions from the checkpoint", "offsets", moved)
+	}
+	return offsets, nil
 }
 
-// skip reports whether a record is to be dropped: it was fetched before its
-// partition was rewound to the checkpoint, or lies before it.
-func (s *Source) skip(tp srcTP, offset int64, rewound map[srcTP]bool) bool {
-	off, ok := s.rewind[tp]
-	return ok && (rewound[tp] || offset < off)
-}
+// restoreDone marks the source's restore as decided; adjustOffsets waits
+// for it.
+func (s *Source) restoreDone() { s.restoreOnce.Do(func() { close(s.restored) }) }
