@@ -3,7 +3,10 @@ package window
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -84,4 +87,86 @@ func BenchmarkSlidingCount(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchWindow(b, op, keys, 10)
+}
+
+// BenchmarkRestart measures what a restart costs the window operator with
+// 1M keys of state (set WEIR_BENCH_KEYS for another count): opening the
+// checkpointed badger store, whose recovery finds nothing to roll back,
+// and Restore, which rebuilds every open window from it. It reports the
+// time to ready and the Go heap the restored operator holds per key.
+func BenchmarkRestart(b *testing.B) {
+	n := 1_000_000
+	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	dir := b.TempDir()
+	cfg := Config{Name: "sum", Kind: Tumbling, Size: time.Hour,
+		Aggregates: []Aggregate{{Func: AggSum, Field: []string{"amount"}, As: "total"}, {Func: AggCount, As: "n"}}}
+	open := func() *state.Badger {
+		s, err := state.OpenBadger(state.BadgerOptions{Dir: dir, Checkpointed: true, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	// The state: every key has one open window.
+	st := open()
+	c := cfg
+	c.Store = st
+	op, err := New(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	base := time.Date(2024, 3, 17, 9, 0, 0, 0, time.UTC).UnixMilli()
+	batch := make([]record.Record, 512)
+	var out wasm.Output
+	for i := 0; i < n; i += len(batch) {
+		m := min(len(batch), n-i)
+		for j := range m {
+			batch[j] = record.Record{Key: fmt.Appendf(nil, "customer-%08d", i+j), Value: []byte(`{"amount":12.5}`), Timestamp: base + int64(j)}
+		}
+		if err := op.Process(ctx, batch[:m], &out); err != nil {
+			b.Fatal(err)
+		}
+		out.Reset()
+	}
+	if err := st.Checkpoint([]byte("bench")); err != nil {
+		b.Fatal(err)
+	}
+	op.Close(ctx)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+
+	var heap float64
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		st := open()
+		c := cfg
+		c.Store = st
+		op, err := New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if err := op.Restore(ctx, base, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s/restart")
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+		if got := len(op.keys); got != n {
+			b.Fatalf("restored %d keys, want %d", got, n)
+		}
+		op.Close(ctx)
+		st.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(heap/float64(n), "heap-B/key")
 }
