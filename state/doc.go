@@ -4,8 +4,11 @@
 //
 // Memory keeps state in a Go map and nothing across restarts. Badger keeps it
 // in a badger database on disk, for state larger than memory, behind a
-// bounded write-back cache of hot keys; its state is on disk once Flush or
-// Close returns (checkpoints, which make state durable and consistent, Flush).
+// bounded write-back cache of hot keys. Badger takes checkpoints
+// (Checkpointer): each makes everything applied so far durable, atomically,
+// with the caller's metadata; a store reopened after a crash is exactly as
+// of its last checkpoint. Without checkpoints its state is on disk once
+// Flush or Close returns.
 // Both implement Scanner, which iterates keys by prefix in order, for
 // restoring state such as windows.
 //
