@@ -133,15 +133,17 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 		p.opts.Logger.Debug("plugin built", "operator", op.Name, "source", op.Plugin, "module", src.Path, "cached", src.Cached)
 	}
 	plug, err := p.runtime.Load(ctx, wasm.PluginConfig{
-		Operator:         op.Name,
-		Path:             op.Plugin,
-		Wasm:             bin,
-		Op:               pluginOp(op.Type),
-		InitConfig:       op.ConfigJSON,
-		MemoryLimitPages: uint32(op.MemoryLimitPages),
-		Timeout:          op.Timeout,
-		Store:            p.opts.Store,
-		Logger:           p.opts.Logger,
+		Operator:          op.Name,
+		Path:              op.Plugin,
+		Wasm:              bin,
+		Op:                pluginOp(op.Type),
+		InitConfig:        op.ConfigJSON,
+		MemoryLimitPages:  uint32(op.MemoryLimitPages),
+		Timeout:           op.Timeout,
+		Store:             p.opts.Store,
+		StateTTL:          op.StateTTL,
+		StateTTLEventTime: op.StateTTLEventTime,
+		Logger:            p.opts.Logger,
 	})
 	if err != nil {
 		return nil, err // wasm's Load also ran the plugin's init: a bad config fails here

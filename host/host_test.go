@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/state"
 )
 
 // repoRoot returns the module root, for plugin paths.
@@ -164,5 +165,45 @@ sinks: [{name: out, type: stdout}]
 		if got := strings.Split(strings.TrimSpace(stdout.String()), "\n"); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Fatalf("run %d (%s) printed:\n%s\nwant:\n%s", i+1, tc.plugin, stdout.String(), strings.Join(tc.want, "\n"))
 		}
+	}
+}
+
+// TestStateTTLEventTime runs the stateful counter with a one-second state
+// TTL in event time: a key's count starts over when its previous record is
+// a second or more older, and the end of the input, whose final watermark
+// passes every stamp, leaves no state behind.
+func TestStateTTLEventTime(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.jsonl")
+	lines := []string{`{"k":"a","ts":0}`, `{"k":"a","ts":500}`, `{"k":"b","ts":600}`, `{"k":"a","ts":1400}`,
+		`{"k":"a","ts":3000}`, `{"k":"b","ts":3100}`, `{"k":"a","ts":3100}`}
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writePipeline(t, `name: ttl
+sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "{{root}}/plugins/conformance/go/counter", state_ttl: 1s, state_ttl_time: event}
+sinks: [{name: out, type: stdout}]
+`)
+	var stdout bytes.Buffer
+	st := state.NewMemory()
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{Stdout: &stdout, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"key":"a","count":1}`, `{"key":"a","count":2}`, `{"key":"b","count":1}`, `{"key":"a","count":3}`,
+		`{"key":"a","count":1}`, `{"key":"b","count":1}`, `{"key":"a","count":2}`}
+	if got := strings.TrimSpace(stdout.String()); got != strings.Join(want, "\n") {
+		t.Fatalf("printed:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	if st.Len() != 0 {
+		t.Fatalf("%d state entries left after the final watermark", st.Len())
 	}
 }

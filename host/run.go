@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -145,7 +147,11 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 				if err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
 				}
-				return &wasmOperator{name: op.Name, w: w}, nil
+				wo := &wasmOperator{name: op.Name, w: w}
+				if op.StateTTL > 0 {
+					return newTTLOperator(wo, op, engine.KeyOwner(ctx)), nil
+				}
+				return wo, nil
 			}
 		}
 		ep.Steps = append(ep.Steps, st)
@@ -259,3 +265,50 @@ func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *was
 	return o.w.Process(ctx, in, out)
 }
 func (o *wasmOperator) Close(ctx context.Context) error { return o.w.Close(ctx) }
+
+// ttlOperator is a plugin operator whose state expires (state_ttl): it
+// sweeps the expired state of the keys its worker owns, at most every
+// sweepEvery, after a batch (processing time) or a watermark (event time,
+// where it also tells the worker the watermark).
+type ttlOperator struct {
+	*wasmOperator
+	owns       func([]byte) bool
+	sweepEvery time.Duration
+	last       time.Time
+}
+
+// ttlEventOperator is a ttlOperator in event time: a Watermarker.
+type ttlEventOperator struct{ *ttlOperator }
+
+func newTTLOperator(wo *wasmOperator, op *config.Operator, owns func([]byte) bool) engine.Operator {
+	t := &ttlOperator{wasmOperator: wo, owns: owns, last: time.Now(),
+		sweepEvery: min(max(op.StateTTL/2, 100*time.Millisecond), time.Minute)}
+	if op.StateTTLEventTime {
+		return ttlEventOperator{t}
+	}
+	return t
+}
+
+func (o *ttlOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+	if err := o.wasmOperator.Process(ctx, in, out); err != nil {
+		return err
+	}
+	return o.sweep(false)
+}
+
+// sweep deletes expired state when it is due, or when forced.
+func (o *ttlOperator) sweep(force bool) error {
+	if !force && time.Since(o.last) < o.sweepEvery {
+		return nil
+	}
+	o.last = time.Now()
+	_, err := o.w.SweepExpired(o.owns)
+	return err
+}
+
+// OnWatermark implements engine.Watermarker. The final watermark of a
+// bounded input expires everything, at once.
+func (o ttlEventOperator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+	o.w.SetWatermark(wm)
+	return o.sweep(wm == math.MaxInt64)
+}

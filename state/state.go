@@ -66,11 +66,27 @@ type Mutation struct {
 // for the record key recordKey. Each part is length-prefixed, so no choice of
 // parts can collide with another.
 func Key(dst []byte, operator string, recordKey, userKey []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(operator)))
-	dst = append(dst, operator...)
+	dst = OperatorPrefix(dst, operator)
 	dst = binary.AppendUvarint(dst, uint64(len(recordKey)))
 	dst = append(dst, recordKey...)
 	return append(dst, userKey...)
+}
+
+// OperatorPrefix appends to dst the prefix every Key of operator starts
+// with.
+func OperatorPrefix(dst []byte, operator string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(operator)))
+	return append(dst, operator...)
+}
+
+// RecordKey returns the record key of a Key whose operator prefix (see
+// OperatorPrefix) was cut off, and false if rest is malformed.
+func RecordKey(rest []byte) ([]byte, bool) {
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || uint64(len(rest)-w) < n {
+		return nil, false
+	}
+	return rest[w : w+int(n)], true
 }
 
 // Memory is a Store held in a Go map. It is safe for concurrent use. It keeps

@@ -68,3 +68,39 @@ func TestParseCheckpointErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestParseStateTTL(t *testing.T) {
+	tests := []struct {
+		name, fields string
+		ttl          time.Duration
+		event        bool
+		wantErr      string
+	}{
+		{name: "absent"},
+		{name: "processing", fields: ", state_ttl: 1h", ttl: time.Hour},
+		{name: "event", fields: ", state_ttl: 90s, state_ttl_time: event", ttl: 90 * time.Second, event: true},
+		{name: "zero", fields: ", state_ttl: 0s", wantErr: "state_ttl: must be positive"},
+		{name: "sub-millisecond", fields: ", state_ttl: 1500us", wantErr: "is not a whole number of milliseconds"},
+		{name: "time without ttl", fields: ", state_ttl_time: event", wantErr: "state_ttl_time: applies only with state_ttl"},
+		{name: "bad time", fields: ", state_ttl: 1s, state_ttl_time: wall", wantErr: `invalid value "wall"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setupDir(t)
+			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - {name: m, type: map, plugin: plugins/double.wasm" + tt.fields + "}\nsinks: [{name: out, type: stdout}]\n"
+			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "pipeline.yaml:4:") {
+					t.Fatalf("err = %v, want %q at line 4", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op := p.Operators[0]; op.StateTTL != tt.ttl || op.StateTTLEventTime != tt.event {
+				t.Fatalf("state_ttl %v event %v", op.StateTTL, op.StateTTLEventTime)
+			}
+		})
+	}
+}

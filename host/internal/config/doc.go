@@ -82,6 +82,8 @@
 //	    batch_size: 256     # optional, 1..65536, default engine.batch_size
 //	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)
 //	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
+//	    state_ttl: 24h      # optional: the plugin's state values expire this long after their last write
+//	    state_ttl_time: processing  # processing (default: the wall clock) | event (record times and the watermark)
 //	  - name: charge
 //	    type: window        # keyed by the record key (key_by before it)
 //	    kind: tumbling      # tumbling (size) | sliding (size, slide) | session (gap) | count (count) | cumulate (size, step)

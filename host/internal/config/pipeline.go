@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -36,7 +37,7 @@ var (
 		OperatorWindow:  windowFields,
 		OperatorRolling: rollingFields,
 	}
-	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout"}
+	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
 	sinkFields   = map[SinkType][]string{
 		SinkStdout:  {"name", "type", "format"},
 		SinkFile:    {"name", "type", "format", "path"},
@@ -435,6 +436,23 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		}
 		if v, st := o.duration("timeout"); st == good {
 			op.Timeout = v
+		}
+		ttl, tst := o.duration("state_ttl")
+		if tst == good {
+			switch {
+			case ttl <= 0:
+				o.fail("state_ttl", o.get("state_ttl", kScalar), "must be positive")
+			case ttl%time.Millisecond != 0:
+				o.fail("state_ttl", o.get("state_ttl", kScalar), "%s is not a whole number of milliseconds", ttl)
+			default:
+				op.StateTTL = ttl
+			}
+		}
+		if v, st := o.enum("state_ttl_time", TTLProcessingTime, TTLEventTime); st == good {
+			if tst == absent {
+				o.fail("state_ttl_time", o.get("state_ttl_time", kScalar), "applies only with state_ttl")
+			}
+			op.StateTTLEventTime = v == TTLEventTime
 		}
 	case op.Type == OperatorWindow:
 		d.window(o, &op)

@@ -379,6 +379,10 @@ type Operator struct {
 	BatchSize        int           // records per plugin call; defaults to Engine.BatchSize
 	MemoryLimitPages int           // 64 KiB Wasm pages, 1..MaxMemoryLimitPages, default DefaultMemoryLimitPages
 	Timeout          time.Duration // per-batch deadline; 0 = none
+	// StateTTL expires the plugin's state values not written for this
+	// long; 0 = never. StateTTLEventTime measures it in event time.
+	StateTTL          time.Duration
+	StateTTLEventTime bool
 
 	// window
 	Window Window
@@ -386,6 +390,12 @@ type Operator struct {
 	// rolling
 	Rolling Rolling
 }
+
+// Values of a plugin operator's state_ttl_time.
+const (
+	TTLProcessingTime = "processing" // the wall clock (default)
+	TTLEventTime      = "event"      // record timestamps and the watermark
+)
 
 // Sink is one output of the pipeline. Which fields are meaningful depends
 // on Type; the others are zero.

@@ -608,7 +608,7 @@ func (p *Pipeline) closeOutputs() []error {
 func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm int64) error {
 	for _, s := range segs {
 		for w, ops := range s.ops {
-			owns := func(k []byte) bool { return int(hashKey(k)%uint32(par)) == w }
+			owns := owner{w, par}.owns
 			for j, op := range ops {
 				r, ok := op.(Restorer)
 				if !ok {
@@ -690,8 +690,9 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		for w := range par {
 			s.in[w] = make(chan *piece, depth)
 			s.counts[w] = make([]Counts, end-first)
+			wctx := context.WithValue(ctx, ownerKey{}, owner{w, par})
 			for j := first; j < end; j++ {
-				op, err := p.Steps[j].New(ctx)
+				op, err := p.Steps[j].New(wctx)
 				if err != nil {
 					return segs, fmt.Errorf("operator %q: %w", p.Steps[j].Name, err)
 				}
@@ -773,6 +774,25 @@ func (p *Pipeline) flush() error {
 	}
 	if p.DeadLetter != nil {
 		return p.DeadLetter.Flush()
+	}
+	return nil
+}
+
+// owner is one worker of a segment, which owns the record keys routed to
+// it.
+type owner struct{ w, par int }
+
+type ownerKey struct{}
+
+func (o owner) owns(key []byte) bool { return int(hashKey(key)%uint32(o.par)) == o.w }
+
+// KeyOwner returns, given the context Step.New was called with, whether a
+// record key is routed to the worker the operator instance runs on: what
+// keyed state the instance may clean up alone. It returns nil for any other
+// context.
+func KeyOwner(ctx context.Context) func(key []byte) bool {
+	if o, ok := ctx.Value(ownerKey{}).(owner); ok {
+		return o.owns
 	}
 	return nil
 }

@@ -231,6 +231,13 @@ func hostStateGet(ctx context.Context, mod api.Module, stack []uint64) {
 			w.storeFailed(err)
 		}
 	}
+	if found && w.p.ttl.ttl > 0 {
+		t, inner, err := ttlUnwrap(v)
+		if err != nil {
+			w.storeFailed(err)
+		}
+		found, v = !w.ttlExpired(t, int(api.DecodeU32(stack[0]))), inner
+	}
 	if !found {
 		stack[0] = api.EncodeI32(abi.StatusNotFound)
 		return
@@ -259,6 +266,9 @@ func hostStatePut(ctx context.Context, mod api.Module, stack []uint64) {
 	if !ok {
 		stack[0] = api.EncodeI32(abi.StatusBadMemory)
 		return
+	}
+	if w.p.ttl.ttl > 0 {
+		v = w.ttlWrap(v, int(index))
 	}
 	w.ov.put(key, v, false, int(index))
 	stack[0] = api.EncodeI32(abi.StatusOK)

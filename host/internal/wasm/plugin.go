@@ -52,6 +52,14 @@ type PluginConfig struct {
 	// Logger receives the plugin's log lines and the guest's output. Nil
 	// means the Runtime's logger. Every line carries the operator.
 	Logger *slog.Logger
+	// StateTTL, when positive, expires the operator's state values that
+	// were not written for this long (see ttl.go); it must be a whole
+	// number of milliseconds. StateTTLEventTime measures it in event time
+	// instead of processing time. Clock is the wall clock for processing
+	// time; nil means time.Now.
+	StateTTL          time.Duration
+	StateTTLEventTime bool
+	Clock             func() time.Time
 }
 
 // Plugin is a compiled, validated module, ready to run as one operator. It
@@ -62,6 +70,7 @@ type Plugin struct {
 	eng      *engine
 	cfg      PluginConfig // with defaults applied
 	store    state.Store
+	ttl      ttlConfig
 	log      *slog.Logger
 	compiled wazero.CompiledModule
 	modCfg   wazero.ModuleConfig
@@ -132,6 +141,10 @@ func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
 	if p.store == nil {
 		p.store = state.NewMemory()
 	}
+	p.ttl = ttlConfig{ttl: cfg.StateTTL.Milliseconds(), event: cfg.StateTTLEventTime, now: cfg.Clock}
+	if p.ttl.now == nil {
+		p.ttl.now = time.Now
+	}
 	w, err := p.newWorker(ctx)
 	if err != nil {
 		compiled.Close(ctx)
@@ -153,6 +166,8 @@ func (cfg *PluginConfig) normalize() error {
 			cfg.MemoryLimitPages, maxMemoryLimitPages)
 	case cfg.Timeout < 0:
 		return cfg.errorf(ErrConfig, nil, "negative timeout %s", cfg.Timeout)
+	case cfg.StateTTL < 0 || cfg.StateTTL%time.Millisecond != 0:
+		return cfg.errorf(ErrConfig, nil, "state TTL %s is not a positive whole number of milliseconds", cfg.StateTTL)
 	}
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages

@@ -39,6 +39,11 @@ type Worker struct {
 	bufCap  uint32
 	sinceGC int // batch calls since weir_gc last ran
 
+	// State TTL (ttl.go): the wall clock at the start of the call, the
+	// operator's watermark, and a buffer for stamped values.
+	callNow   int64
+	watermark int64
+	ttlBuf    []byte
 	// Set during a batch call, for the host functions.
 	batch    []record.Record
 	storeErr error
@@ -109,9 +114,10 @@ func (e *trapError) Unwrap() error { return e.cause }
 
 func (p *Plugin) newWorker(ctx context.Context) (*Worker, error) {
 	w := &Worker{
-		p:   p,
-		log: p.log,
-		dec: decoder{op: p.cfg.Op, stage: p.cfg.Operator},
+		p:         p,
+		log:       p.log,
+		dec:       decoder{op: p.cfg.Op, stage: p.cfg.Operator},
+		watermark: math.MinInt64,
 	}
 	w.cctx.w = w
 	if err := w.instantiate(ctx); err != nil {
@@ -458,6 +464,9 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error
 func (w *Worker) beginBatch(in []record.Record) {
 	w.batch = in
 	w.ov.reset()
+	if w.p.ttl.ttl > 0 && !w.p.ttl.event {
+		w.callNow = w.p.ttl.now().UnixMilli()
+	}
 	if cap(w.rejected) < len(in) {
 		w.rejected = make([]bool, len(in))
 	} else {
