@@ -16,6 +16,7 @@ type StateKind byte
 const (
 	ValueStateKind StateKind = 'v'
 	MapStateKind   StateKind = 'm'
+	ListStateKind  StateKind = 'l'
 )
 
 // AppendStateKey appends to dst the key under which the SDK stores a state
@@ -28,6 +29,11 @@ const (
 //	                           LEB128 varint (encoding/binary.AppendUvarint),
 //	                           then the bytes of name, then the entry key's
 //	                           bytes, unchanged.
+//	ListState name:            'l' (0x6c), len(name) as a varint, name, and
+//	                           then nothing for the list's length (an int64
+//	                           value), or the element's index as 8 bytes
+//	                           big-endian for an element: mapKey is that
+//	                           suffix.
 //
 // For ValueStateKind mapKey is not used and should be nil. The host adds its
 // own scoping (operator and record key) around this key.
@@ -255,4 +261,96 @@ func (s *MapState) GetInt64(r *Record, key []byte) (int64, bool, error) {
 // PutInt64 stores i under key as 8 little-endian bytes.
 func (s *MapState) PutInt64(r *Record, key []byte, i int64) error {
 	return putUint64(r, s.key(key), s.name, uint64(i))
+}
+
+// ListState is one named list of values per record key, stored one entry
+// per element, so that Add costs two state writes however long the list
+// is (Flink's ListState).
+//
+// Create ListStates once, typically in package variables; a ListState is
+// immutable and its methods may be called from any registered batch
+// function. Slices returned by Get and passed to Range's function are
+// valid until the next state call of any state object.
+type ListState struct {
+	name string
+	idx  [8]byte
+}
+
+// NewListState returns the list state called name; see AppendStateKey for
+// its keys.
+func NewListState(name string) *ListState { return &ListState{name: name} }
+
+// Name returns the state's name.
+func (s *ListState) Name() string { return s.name }
+
+// key returns the key of element i, or of the length for i < 0.
+func (s *ListState) key(i int64) []byte {
+	var suffix []byte
+	if i >= 0 {
+		binary.BigEndian.PutUint64(s.idx[:], uint64(i))
+		suffix = s.idx[:]
+	}
+	stateBuf.key = AppendStateKey(stateBuf.key[:0], ListStateKind, s.name, suffix)
+	return stateBuf.key
+}
+
+// Len returns the number of elements of r's key's list.
+func (s *ListState) Len(r *Record) (int, error) {
+	u, _, err := getUint64(r, s.key(-1), s.name, "int64")
+	return int(u), err
+}
+
+// Add appends v to r's key's list.
+func (s *ListState) Add(r *Record, v []byte) error {
+	n, err := s.Len(r)
+	if err != nil {
+		return err
+	}
+	if err := statePut(r, s.key(int64(n)), v, s.name); err != nil {
+		return err
+	}
+	return putUint64(r, s.key(-1), s.name, uint64(n+1))
+}
+
+// Get returns element i of r's key's list, and whether there is one.
+func (s *ListState) Get(r *Record, i int) ([]byte, bool, error) {
+	if i < 0 {
+		return nil, false, nil
+	}
+	return stateGet(r, s.key(int64(i)), s.name)
+}
+
+// Range calls fn with each element of r's key's list, in order, stopping at
+// fn's first error, which it returns. fn must not make state calls.
+func (s *ListState) Range(r *Record, fn func(i int, v []byte) error) error {
+	n, err := s.Len(r)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		v, ok, err := stateGet(r, s.key(int64(i)), s.name)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := fn(i, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Clear empties r's key's list.
+func (s *ListState) Clear(r *Record) error {
+	n, err := s.Len(r)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		if err := stateDelete(r, s.key(int64(i)), s.name); err != nil {
+			return err
+		}
+	}
+	return stateDelete(r, s.key(-1), s.name)
 }

@@ -182,6 +182,58 @@ func TestMapState(t *testing.T) {
 	}
 }
 
+func TestListState(t *testing.T) {
+	h := newFakeHost(t, "a", "a", "b", "a")
+	events := NewListState("events")
+	var seen []string
+	stateBatch(t, func(r *Record) ([]byte, error) {
+		if err := events.Add(r, r.Value); err != nil {
+			return nil, err
+		}
+		var all []string
+		if err := events.Range(r, func(_ int, v []byte) error {
+			all = append(all, string(v))
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		seen = append(seen, strings.Join(all, "+"))
+		return r.Value, nil
+	}, "a", "a", "b", "a")
+	if got := strings.Join(seen, " "); got != "a a+a b a+a+a" {
+		t.Errorf("lists seen %q", got)
+	}
+	if _, ok := h.state["\"a\"l\x06events\x00\x00\x00\x00\x00\x00\x00\x02"]; !ok {
+		t.Errorf("state keys %q lack the documented encoding", keys(h.state))
+	}
+	stateBatch(t, func(r *Record) ([]byte, error) {
+		if n, err := events.Len(r); n != 3 || err != nil {
+			t.Errorf("Len = %d, %v", n, err)
+		}
+		if v, ok, err := events.Get(r, 1); string(v) != "a" || !ok || err != nil {
+			t.Errorf("Get(1) = %q, %v, %v", v, ok, err)
+		}
+		if _, ok, _ := events.Get(r, 3); ok {
+			t.Error("Get past the end found an element")
+		}
+		if err := events.Clear(r); err != nil {
+			return nil, err
+		}
+		if n, _ := events.Len(r); n != 0 {
+			t.Errorf("Len after Clear = %d", n)
+		}
+		return r.Value, nil
+	}, "a")
+	for k := range h.state {
+		if strings.HasPrefix(k, "\"a\"l") {
+			t.Errorf("entry %q survived Clear", k)
+		}
+	}
+	if events.Name() != "events" {
+		t.Errorf("Name() = %q", events.Name())
+	}
+}
+
 func keys(m map[string][]byte) []string {
 	var ks []string
 	for k := range m {
