@@ -37,7 +37,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g))
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd())
 	return root
 }
 
@@ -83,7 +83,7 @@ func (g *globalFlags) loadWith(ctx context.Context, cmd *cobra.Command, path str
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	var sequential bool
+	var sequential, watch bool
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE [PIPELINE…]",
 		Short: "Run pipelines until their input ends, or until SIGINT or SIGTERM",
@@ -91,6 +91,12 @@ func newRunCmd(g *globalFlags) *cobra.Command {
 sinks (standard output for a stdout sink) and logs to standard error. The
 first SIGINT or SIGTERM stops the sources and drains what was read; a second
 one exits at once with code 130.
+
+Plugins reload while the pipelines run, keeping their state: when a plugin's
+.wasm file or Go source folder changes (unless --watch=false), and on SIGHUP.
+A new version is built, compiled, checked and initialised before it replaces
+the old one between batches; if that fails, or if the new version traps on
+most records of its first batches, the old version goes on.
 
 Several pipelines run side by side, or one after another with --sequential,
 and share one embedded Kafka broker among those that name no brokers: for
@@ -120,13 +126,15 @@ end of its topic (stop_at: latest).`,
 			var pipes []*host.Pipeline
 			var log *slog.Logger
 			for _, path := range args {
-				p, l, err := g.load(loadCtx, cmd, path, broker)
+				p, l, err := g.loadWith(loadCtx, cmd, path, host.Options{Broker: broker, WatchPlugins: watch})
 				if err != nil {
 					return err
 				}
 				defer p.Close(loadCtx)
 				pipes, log = append(pipes, p), l
 			}
+			stopReload := reloadOnSIGHUP(ctx, log, pipes)
+			defer stopReload()
 			if sequential {
 				for _, p := range pipes {
 					if err := runOne(ctx, log, p); err != nil || ctx.Err() != nil {
@@ -145,7 +153,35 @@ end of its topic (stop_at: latest).`,
 		},
 	}
 	cmd.Flags().BoolVar(&sequential, "sequential", false, "run the pipelines one after another, each to its end, instead of side by side")
+	cmd.Flags().BoolVar(&watch, "watch", true, "reload a plugin when its .wasm file or Go source folder changes")
 	return cmd
+}
+
+// reloadOnSIGHUP reloads every plugin of every pipeline on SIGHUP, until
+// the returned function is called.
+func reloadOnSIGHUP(ctx context.Context, log *slog.Logger, pipes []*host.Pipeline) func() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-ch:
+				for _, p := range pipes {
+					log.Info("SIGHUP: reloading plugins", "pipeline", p.Name())
+					if err := p.ReloadPlugins(ctx, ""); err != nil {
+						log.Error("plugin reload failed; the running versions go on", "pipeline", p.Name(), "error", err)
+					}
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
 }
 
 // runOne runs one pipeline and logs how it ended, with its summary.

@@ -1,0 +1,792 @@
+// State tools: reading, exporting and importing a pipeline's keyed state.
+//
+// A pipeline with `state: {backend: badger, dir: D}` keeps all its keyed
+// state in one badger store in D, under state.Key(operator, record key,
+// user key), and, with `checkpoints:`, the last committed checkpoint (the
+// sources' positions, the watermark, the changelog offset) beside it.
+// OpenState reads it as the pipeline's next start would find it (as of
+// the last committed checkpoint), without writing anything; ExportState
+// writes it to a state file, and ImportState writes a state file into an
+// empty directory with its checkpoint committed, so the pipeline resumes
+// from there: from the exported Kafka offsets, with every window and
+// plugin state. The state of a Wasm operator is keyed by the slot names
+// its plugin uses, not by the plugin's code, so a new version of the
+// plugin reads it, as long as the operator keeps its name. All three
+// refuse while the pipeline runs (ErrStateInUse).
+//
+// A state file (StateFormat) is JSON lines: a header
+//
+//	{"format":"weir-state-v1","pipeline":"NAME","checkpoint":META}
+//
+// where META is the committed checkpoint's metadata as the store keeps it
+// (JSON) or null, then one line per entry, {"k":"…","v":"…"}, the store
+// key and value in standard base64, in key order.
+
+package host
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/state"
+)
+
+// StateFormat is the format name in a state file's header. A change that
+// older weirs would misread gets a new name.
+const StateFormat = "weir-state-v1"
+
+// ErrStateInUse is wrapped by the errors of OpenState, ExportState and
+// ImportState when the pipeline's state directory is open in another
+// process: the pipeline is running. Stop it and try again.
+var ErrStateInUse = errors.New("state dir in use")
+
+type stateInUseError struct{ dir string }
+
+func (e stateInUseError) Error() string {
+	return fmt.Sprintf("state dir %s is in use — is the pipeline running? Stop it, then try again", e.dir)
+}
+
+func (e stateInUseError) Is(target error) bool { return target == ErrStateInUse }
+
+// importBatch is how many entries ImportState gives each Store.Apply.
+const importBatch = 4096
+
+// stateConfig loads the pipeline file and returns it, requiring badger
+// state.
+func stateConfig(pipelinePath string) (*config.Pipeline, error) {
+	cfg, err := config.Load(pipelinePath)
+	if err != nil {
+		return nil, &loadError{kind: ErrConfig, err: err}
+	}
+	if cfg.State.Backend != config.StateBadger {
+		return nil, fmt.Errorf("pipeline %q keeps its state in memory (state.backend: %s): it has no state on disk; set state.backend: badger and state.dir", cfg.Name, cfg.State.Backend)
+	}
+	return cfg, nil
+}
+
+// openView opens the pipeline's state directory read-only.
+func openView(cfg *config.Pipeline) (*state.BadgerView, error) {
+	v, err := state.OpenBadgerView(cfg.State.Dir, nil)
+	switch {
+	case errors.Is(err, state.ErrLocked):
+		return nil, stateInUseError{cfg.State.Dir}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("no state in %s: pipeline %q has not run with this state.dir (%w)", cfg.State.Dir, cfg.Name, fs.ErrNotExist)
+	case err != nil:
+		return nil, err
+	}
+	return v, nil
+}
+
+// StateView is a read-only view of a stopped pipeline's badger state, as
+// its next run would find it: as of the last committed checkpoint. It
+// holds the state directory's lock (shared with other readers, so the
+// pipeline cannot start) until Close. Its methods may be called
+// concurrently, each reading the store afresh, but Close must not run
+// while another is running.
+type StateView struct {
+	cfg  *config.Pipeline
+	view *state.BadgerView
+	ops  map[string]config.OperatorType
+}
+
+// OpenState opens the state of the pipeline at pipelinePath read-only. It
+// fails if the pipeline keeps its state in memory, if its state directory
+// holds no state, and with an error wrapping ErrStateInUse if the pipeline
+// is running. It never modifies the directory.
+func OpenState(pipelinePath string) (*StateView, error) {
+	cfg, err := stateConfig(pipelinePath)
+	if err != nil {
+		return nil, err
+	}
+	v, err := openView(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &StateView{cfg: cfg, view: v, ops: map[string]config.OperatorType{}}
+	for i := range cfg.Operators {
+		s.ops[cfg.Operators[i].Name] = cfg.Operators[i].Type
+	}
+	return s, nil
+}
+
+// Pipeline returns the pipeline's name.
+func (s *StateView) Pipeline() string { return s.cfg.Name }
+
+// Dir returns the state directory.
+func (s *StateView) Dir() string { return s.cfg.State.Dir }
+
+// Close releases the state directory. Calling it again does nothing.
+func (s *StateView) Close() error { return s.view.Close() }
+
+// StateCheckpoint is the last committed checkpoint of a pipeline's state.
+type StateCheckpoint struct {
+	// Version is the store's version of the checkpointed state.
+	Version uint64 `json:"version"`
+	// Epoch numbers the run's checkpoints from 1; 0 when the checkpoint
+	// carries no engine position (an imported state without one).
+	Epoch uint64 `json:"epoch"`
+	// Watermark is the event time (ms since the epoch) every operator had
+	// been given; math.MinInt64 for none.
+	Watermark int64 `json:"watermark"`
+	// Sources are the positions the sources resume from.
+	Sources []SourcePosition `json:"sources,omitempty"`
+	// ChangelogNext is the changelog offset from which a restart replays
+	// state changes (runs with a Kafka source); 0 for none.
+	ChangelogNext int64 `json:"changelog_next,omitempty"`
+	// Uncommitted is the version of a checkpoint prepared after this one
+	// but never committed, which the next run rolls back (and replays
+	// from the changelog if its Kafka transaction committed); 0 if none.
+	Uncommitted uint64 `json:"uncommitted,omitempty"`
+	// Meta is the metadata as stored.
+	Meta json.RawMessage `json:"-"`
+}
+
+// SourcePosition is where one source resumes: a Kafka source's next
+// offset per topic and partition (Position), or for a file or generator
+// source the number of records it had handed out (Records).
+type SourcePosition struct {
+	Name     string          `json:"name"`
+	Position json.RawMessage `json:"position,omitempty"`
+	Records  int64           `json:"records,omitempty"`
+}
+
+// Checkpoint returns the last committed checkpoint, or nil if the state
+// has none (a pipeline without checkpoints).
+func (s *StateView) Checkpoint() (*StateCheckpoint, error) {
+	cp, ok := s.view.Committed()
+	if !ok {
+		return nil, nil
+	}
+	out := &StateCheckpoint{Version: cp.Version, Watermark: math.MinInt64, Meta: cp.Meta}
+	if p, ok := s.view.Prepared(); ok {
+		out.Uncommitted = p.Version
+	}
+	if len(cp.Meta) == 0 {
+		return out, nil
+	}
+	var meta storeMeta
+	if err := json.Unmarshal(cp.Meta, &meta); err != nil {
+		return nil, fmt.Errorf("the last checkpoint in %s is unreadable: %w", s.cfg.State.Dir, err)
+	}
+	out.ChangelogNext = meta.ChangelogNext
+	if len(meta.Engine) == 0 {
+		return out, nil
+	}
+	ecp, err := engine.UnmarshalCheckpoint(meta.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("the last checkpoint in %s is unreadable: %w", s.cfg.State.Dir, err)
+	}
+	out.Epoch, out.Watermark = ecp.Epoch, ecp.Watermark
+	for _, src := range ecp.Sources {
+		out.Sources = append(out.Sources, SourcePosition{Name: src.Name, Position: src.Snapshot, Records: src.Records})
+	}
+	return out, nil
+}
+
+// OperatorState counts one operator's state.
+type OperatorState struct {
+	Operator string `json:"operator"`
+	// Type is the operator's type in the pipeline file (map, flat_map,
+	// filter, window, rolling), or "" if the pipeline has no operator of
+	// that name (renamed or removed since the state was written).
+	Type    string `json:"type"`
+	Keys    int    `json:"keys"`    // distinct record keys
+	Entries int    `json:"entries"` // store entries
+}
+
+// KeyState counts the state entries of one record key.
+type KeyState struct {
+	Key     []byte `json:"-"`
+	Entries int    `json:"entries"`
+}
+
+// splitStoreKey splits a store key into operator, record key and user key.
+func splitStoreKey(k []byte) (op string, recordKey, userKey []byte, ok bool) {
+	n, m := binary.Uvarint(k)
+	if m <= 0 || n > uint64(len(k)-m) {
+		return "", nil, nil, false
+	}
+	op, k = string(k[m:m+int(n)]), k[m+int(n):]
+	n, m = binary.Uvarint(k)
+	if m <= 0 || n > uint64(len(k)-m) {
+		return "", nil, nil, false
+	}
+	return op, k[m : m+int(n)], k[m+int(n):], true
+}
+
+// opPrefix is the store key prefix of operator op's state.
+func opPrefix(op string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(op))), op...)
+}
+
+// Operators lists the operators that have state, by name, with their
+// counts. Keys that do not follow state.Key are counted under the
+// operator "(malformed)".
+func (s *StateView) Operators() ([]OperatorState, error) {
+	var out []OperatorState
+	var lastRK []byte
+	err := s.view.Keys(nil, func(k []byte) error {
+		op, rk, _, ok := splitStoreKey(k)
+		if !ok {
+			op, rk = "(malformed)", nil
+		}
+		if len(out) == 0 || out[len(out)-1].Operator != op {
+			out = append(out, OperatorState{Operator: op, Type: string(s.ops[op])})
+			lastRK = nil
+		}
+		o := &out[len(out)-1]
+		o.Entries++
+		if o.Keys == 0 || !bytes.Equal(rk, lastRK) {
+			o.Keys++
+			lastRK = append(lastRK[:0], rk...)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b OperatorState) int { return strings.Compare(a.Operator, b.Operator) })
+	return out, err
+}
+
+// Keys lists the record keys that have state in operator, in store
+// order, with their counts. A window's nil record key is listed as the
+// empty key.
+func (s *StateView) Keys(operator string) ([]KeyState, error) {
+	var out []KeyState
+	err := s.view.Keys(opPrefix(operator), func(k []byte) error {
+		op, rk, _, ok := splitStoreKey(k)
+		if !ok || op != operator {
+			return nil
+		}
+		if len(out) == 0 || !bytes.Equal(out[len(out)-1].Key, rk) {
+			out = append(out, KeyState{Key: bytes.Clone(rk)})
+		}
+		out[len(out)-1].Entries++
+		return nil
+	})
+	return out, err
+}
+
+// StateEntry is one state entry of a record key, its user key decoded
+// where the operator's convention is known.
+type StateEntry struct {
+	// UserKey is the entry's user key as stored.
+	UserKey []byte
+	// Kind says what the entry is: "value" or "map" (a plugin's
+	// ValueState or MapState entry, by the SDK slot convention of
+	// abi/ABI.md), "pane", "session", "count" or "window" (a window
+	// operator's pane, session, count window or operator entry), "rolling"
+	// or "rolling_row" (a rolling operator's header or history row), or
+	// "raw" when the user key follows none of these.
+	Kind string
+	// Name is a value or map state's name.
+	Name string
+	// MapKey is a map state entry's key.
+	MapKey []byte
+	// NilKey is set for window and rolling entries of records without a
+	// key (stored under the empty record key).
+	NilKey bool
+	// Start and End are event times in ms: a pane's start (End is 0), a
+	// session's or count window's span [Start, End).
+	Start, End int64
+	// Records is a count window's number of records; Row a rolling
+	// history row's index.
+	Records uint64
+	Row     int64
+	// Value is the entry's value as stored.
+	Value []byte
+}
+
+// Entries returns the state entries of recordKey in operator, in store
+// order.
+func (s *StateView) Entries(operator string, recordKey []byte) ([]StateEntry, error) {
+	typ := s.ops[operator]
+	var out []StateEntry
+	err := s.view.Scan(state.Key(nil, operator, recordKey, nil), func(k, v []byte) error {
+		op, rk, uk, ok := splitStoreKey(k)
+		if !ok || op != operator || !bytes.Equal(rk, recordKey) {
+			return nil // a longer record key with the same prefix
+		}
+		e := decodeEntry(typ, rk, uk, v)
+		e.UserKey, e.Value = bytes.Clone(uk), bytes.Clone(v)
+		if e.MapKey != nil {
+			e.MapKey = bytes.Clone(e.MapKey)
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// The window operators' user key tags (host/internal/window/doc.go, "State").
+const (
+	tagPane       = 'p'
+	tagSession    = 's'
+	tagCount      = 'c'
+	tagWindowMeta = 'm'
+	tagRolling    = 'o'
+	tagRollingRow = 'O'
+	tagNilKey     = 0x80
+)
+
+// decodeEntry decodes a user key (and what a window's value says about
+// its span) by the convention of an operator of type typ. It never fails:
+// what it cannot decode is "raw".
+func decodeEntry(typ config.OperatorType, rk, uk, v []byte) StateEntry {
+	e := StateEntry{Kind: "raw"}
+	if len(uk) == 0 {
+		return e
+	}
+	switch typ {
+	case config.OperatorMap, config.OperatorFlatMap, config.OperatorFilter:
+		switch uk[0] {
+		case 'v':
+			e.Kind, e.Name = "value", string(uk[1:])
+		case 'm':
+			n, m := binary.Uvarint(uk[1:])
+			if m > 0 && n <= uint64(len(uk)-1-m) {
+				rest := uk[1+m:]
+				e.Kind, e.Name, e.MapKey = "map", string(rest[:n]), rest[n:]
+			}
+		}
+	case config.OperatorWindow:
+		tag := uk[0] &^ tagNilKey
+		nilKey := uk[0]&tagNilKey != 0
+		if nilKey && len(rk) != 0 {
+			return e
+		}
+		switch {
+		case (tag == tagPane || tag == tagSession) && len(uk) == 9:
+			e.Start = int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63)
+			e.Kind = "pane"
+			if tag == tagSession {
+				e.Kind = "session"
+				if d, m := binary.Uvarint(v); m > 0 {
+					e.End = e.Start + int64(d)
+				}
+			}
+		case tag == tagCount && len(uk) == 1:
+			e.Kind = "count"
+			if n, m := binary.Uvarint(v); m > 0 {
+				e.Records = n
+				if start, m2 := binary.Varint(v[m:]); m2 > 0 {
+					e.Start = start
+					if d, m3 := binary.Uvarint(v[m+m2:]); m3 > 0 {
+						e.End = start + int64(d)
+					}
+				}
+			}
+		case tag == tagWindowMeta && !nilKey && len(uk) == 1 && len(rk) == 0:
+			e.Kind = "window"
+		default:
+			return e
+		}
+		e.NilKey = nilKey
+	case config.OperatorRolling:
+		tag := uk[0] &^ tagNilKey
+		nilKey := uk[0]&tagNilKey != 0
+		switch {
+		case nilKey && len(rk) != 0:
+			return e
+		case tag == tagRolling && len(uk) == 1:
+			e.Kind = "rolling"
+		case tag == tagRollingRow && len(uk) == 9:
+			e.Kind, e.Row = "rolling_row", int64(binary.BigEndian.Uint64(uk[1:]))
+		default:
+			return e
+		}
+		e.NilKey = nilKey
+	}
+	return e
+}
+
+// Describe returns the entry's user key for people: `value "count"`,
+// `map "LUT" ["x"]`, `pane 2024-03-17T09:20:00Z`, and so on.
+func (e *StateEntry) Describe() string {
+	var s string
+	switch e.Kind {
+	case "value":
+		s = "value " + strconv.Quote(e.Name)
+	case "map":
+		s = "map " + strconv.Quote(e.Name) + " [" + quoteBytes(e.MapKey) + "]"
+	case "pane":
+		s = "pane start " + msTime(e.Start)
+	case "session":
+		s = "session [" + msTime(e.Start) + ", " + msTime(e.End) + ")"
+	case "count":
+		s = fmt.Sprintf("count window, %d records, [%s, %s)", e.Records, msTime(e.Start), msTime(e.End))
+	case "window":
+		s = "window operator entry"
+	case "rolling":
+		s = "rolling header"
+	case "rolling_row":
+		s = fmt.Sprintf("rolling row %d", e.Row)
+	default:
+		s = "raw " + quoteBytes(e.UserKey)
+	}
+	if e.NilKey {
+		s += " (nil key)"
+	}
+	return s
+}
+
+// quoteBytes quotes b as a Go string literal (\x escapes for invalid UTF-8).
+func quoteBytes(b []byte) string { return strconv.Quote(string(b)) }
+
+// msTime formats ms since the Unix epoch as RFC 3339 in UTC.
+func msTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+}
+
+// ExportState writes the state of the stopped pipeline at pipelinePath to
+// w as a state file (StateFormat): the state as of its last committed
+// checkpoint, with that checkpoint. It reads the state directory without
+// modifying it, and streams: memory does not grow with the state. It fails
+// with an error wrapping ErrStateInUse if the pipeline is running, and
+// returns the number of entries written.
+func ExportState(ctx context.Context, pipelinePath string, w io.Writer) (int64, error) {
+	cfg, err := stateConfig(pipelinePath)
+	if err != nil {
+		return 0, err
+	}
+	v, err := openView(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer v.Close()
+	bw := bufio.NewWriterSize(w, 1<<16)
+	meta := []byte("null")
+	if cp, ok := v.Committed(); ok && len(cp.Meta) > 0 {
+		if !json.Valid(cp.Meta) {
+			return 0, fmt.Errorf("the last checkpoint in %s is not JSON", cfg.State.Dir)
+		}
+		meta = cp.Meta
+		if bytes.ContainsAny(meta, "\r\n") {
+			var buf bytes.Buffer
+			json.Compact(&buf, meta)
+			meta = buf.Bytes()
+		}
+	}
+	name, _ := json.Marshal(cfg.Name)
+	fmt.Fprintf(bw, `{"format":%q,"pipeline":%s,"checkpoint":%s}`+"\n", StateFormat, name, meta)
+	var n int64
+	var line []byte
+	err = v.Scan(nil, func(k, val []byte) error {
+		if n%importBatch == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		line = appendEntryLine(line[:0], k, val)
+		n++
+		_, err := bw.Write(line)
+		return err
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return n, fmt.Errorf("exporting the state in %s: %w", cfg.State.Dir, err)
+	}
+	return n, nil
+}
+
+// appendEntryLine appends an entry line, {"k":"…","v":"…"} and a newline.
+func appendEntryLine(dst, k, v []byte) []byte {
+	dst = append(dst, `{"k":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, k)
+	dst = append(dst, `","v":"`...)
+	dst = base64.StdEncoding.AppendEncode(dst, v)
+	return append(dst, "\"}\n"...)
+}
+
+// stateFileHeader is a state file's first line.
+type stateFileHeader struct {
+	Format     string          `json:"format"`
+	Pipeline   string          `json:"pipeline"`
+	Checkpoint json.RawMessage `json:"checkpoint"`
+}
+
+// maxStateLine bounds a state file's line, so a file without newlines
+// cannot take all memory.
+const maxStateLine = 256 << 20
+
+// stateDecoder reads a state file. Errors name the line.
+type stateDecoder struct {
+	r      *bufio.Reader
+	line   int
+	buf    []byte
+	header stateFileHeader
+	// meta is the header's checkpoint, checked; empty for null.
+	meta []byte
+}
+
+// newStateDecoder reads and checks the header.
+func newStateDecoder(r io.Reader) (*stateDecoder, error) {
+	d := &stateDecoder{r: bufio.NewReaderSize(r, 1<<16)}
+	line, err := d.readLine()
+	if err == io.EOF {
+		return nil, errors.New("line 1: the file is empty; want a weir state file")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(line, &d.header); err != nil {
+		return nil, fmt.Errorf("line 1: not a weir state file header: %v", err)
+	}
+	if d.header.Format != StateFormat {
+		return nil, fmt.Errorf("line 1: format %q: want %q", d.header.Format, StateFormat)
+	}
+	if cp := bytes.TrimSpace(d.header.Checkpoint); len(cp) > 0 && !bytes.Equal(cp, []byte("null")) {
+		var meta storeMeta
+		if err := json.Unmarshal(cp, &meta); err != nil {
+			return nil, fmt.Errorf("line 1: checkpoint: %v", err)
+		}
+		if len(meta.Engine) > 0 {
+			if _, err := engine.UnmarshalCheckpoint(meta.Engine); err != nil {
+				return nil, fmt.Errorf("line 1: checkpoint: %v", err)
+			}
+		}
+		d.meta = bytes.Clone(cp)
+	}
+	return d, nil
+}
+
+// readLine returns the next line, without its newline, valid until the
+// next call; io.EOF at the end.
+func (d *stateDecoder) readLine() ([]byte, error) {
+	d.line++
+	d.buf = d.buf[:0]
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		d.buf = append(d.buf, chunk...)
+		if len(d.buf) > maxStateLine {
+			return nil, fmt.Errorf("line %d: longer than %d bytes", d.line, maxStateLine)
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && len(d.buf) > 0:
+			return d.buf, nil
+		case err != nil:
+			if err != io.EOF {
+				err = fmt.Errorf("line %d: %w", d.line, err)
+			}
+			return nil, err
+		}
+		return bytes.TrimSuffix(bytes.TrimSuffix(d.buf, []byte("\n")), []byte("\r")), nil
+	}
+}
+
+// entryLine is an entry line; pointers tell a missing field from an empty
+// one.
+type entryLine struct {
+	K *string `json:"k"`
+	V *string `json:"v"`
+}
+
+// next returns the next entry, in new slices; io.EOF after the last.
+// Blank lines are skipped.
+func (d *stateDecoder) next() (key, value []byte, err error) {
+	var line []byte
+	for {
+		if line, err = d.readLine(); err != nil {
+			return nil, nil, err
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			break
+		}
+	}
+	var e entryLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, nil, fmt.Errorf("line %d: %v", d.line, err)
+	}
+	if dec.More() {
+		return nil, nil, fmt.Errorf("line %d: more than one JSON value", d.line)
+	}
+	if e.K == nil || e.V == nil {
+		return nil, nil, fmt.Errorf(`line %d: want {"k":"…","v":"…"}, both base64`, d.line)
+	}
+	if key, err = base64.StdEncoding.Strict().DecodeString(*e.K); err != nil {
+		return nil, nil, fmt.Errorf("line %d: k: %v", d.line, err)
+	}
+	if value, err = base64.StdEncoding.Strict().DecodeString(*e.V); err != nil {
+		return nil, nil, fmt.Errorf("line %d: v: %v", d.line, err)
+	}
+	if err := state.CheckKey(key); err != nil {
+		return nil, nil, fmt.Errorf("line %d: %v", d.line, err)
+	}
+	return key, value, nil
+}
+
+// ImportState writes the state file r into the state directory of the
+// pipeline at pipelinePath, which must be absent or empty, and commits
+// the file's checkpoint (an empty one if it has none), so that the
+// pipeline's next run resumes from it. It returns the number of entries
+// written.
+//
+// The file's pipeline name must match. With force, a name that does not
+// match is accepted, and a directory holding a badger store is replaced
+// (never one holding anything else). Entries are streamed into a new
+// directory beside the state directory, in batches, which replaces it only
+// once everything is written and committed: a malformed file (the error
+// names the line) or a cancelled ctx leaves the state directory as it was.
+// It fails with an error wrapping ErrStateInUse if the pipeline is
+// running.
+func ImportState(ctx context.Context, pipelinePath string, r io.Reader, force bool) (n int64, err error) {
+	cfg, err := stateConfig(pipelinePath)
+	if err != nil {
+		return 0, err
+	}
+	dir := cfg.State.Dir
+	dec, err := newStateDecoder(r)
+	if err != nil {
+		return 0, err
+	}
+	if dec.header.Pipeline != cfg.Name && !force {
+		return 0, fmt.Errorf("the file holds the state of pipeline %q, not %q (--force imports it anyway)", dec.header.Pipeline, cfg.Name)
+	}
+	empty, err := emptyDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	if !empty {
+		if !force {
+			return 0, fmt.Errorf("state dir %s is not empty: import writes into an empty or absent directory (--force replaces the state in it)", dir)
+		}
+		if err := checkReplaceable(cfg); err != nil {
+			return 0, err
+		}
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".import-")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if n, err = writeState(ctx, tmp, dec); err != nil {
+		return n, err
+	}
+	if !empty {
+		if err := checkReplaceable(cfg); err != nil {
+			return n, err
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return n, err
+		}
+	} else if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return n, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// writeState writes dec's entries into a new store in dir and commits the
+// checkpoint.
+func writeState(ctx context.Context, dir string, dec *stateDecoder) (int64, error) {
+	b, err := state.OpenBadger(state.BadgerOptions{Dir: dir, Checkpointed: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	var n int64
+	muts := make([]state.Mutation, 0, importBatch)
+	flush := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := b.Apply(muts)
+		clear(muts)
+		muts = muts[:0]
+		if err != nil {
+			return fmt.Errorf("line %d: %w", dec.line, err)
+		}
+		return nil
+	}
+	for {
+		k, v, err := dec.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+		muts = append(muts, state.Mutation{Key: k, Value: v})
+		n++
+		if len(muts) == importBatch {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	meta := dec.meta
+	if meta == nil {
+		meta = []byte{}
+	}
+	if err := b.Checkpoint(meta); err != nil {
+		return n, err
+	}
+	return n, b.Close()
+}
+
+// emptyDir reports whether dir is absent or an empty directory.
+func emptyDir(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if err == io.EOF {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("state dir %s: %w", dir, err)
+	}
+	return len(names) == 0, nil
+}
+
+// checkReplaceable fails unless the state directory holds a badger store
+// that no process has open.
+func checkReplaceable(cfg *config.Pipeline) error {
+	v, err := state.OpenBadgerView(cfg.State.Dir, nil)
+	switch {
+	case errors.Is(err, state.ErrLocked):
+		return stateInUseError{cfg.State.Dir}
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("state dir %s holds files but no badger state: not replacing it; empty it yourself", cfg.State.Dir)
+	case err != nil:
+		return err
+	}
+	return v.Close()
+}
