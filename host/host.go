@@ -40,6 +40,9 @@ type Options struct {
 	// names no brokers, shared with other pipelines; without it such a
 	// pipeline starts its own for the length of the run.
 	Broker *Broker
+	// WatchPlugins makes Run reload a plugin operator's plugin when its
+	// .wasm file or Go source folder changes (see ReloadPlugins).
+	WatchPlugins bool
 }
 
 // Pipeline is a loaded pipeline, validated and ready to run. Run it once,
@@ -49,6 +52,9 @@ type Pipeline struct {
 	opts    Options
 	runtime *wasm.Runtime
 	plugins []*wasm.Plugin // per operator; nil for native operators
+	// slots holds the live, reloadable version of each map, flat_map and
+	// filter operator's plugin (per operator; nil for the others).
+	slots []*pluginSlot
 	// closeStore closes a state store Load opened (badger); nil otherwise.
 	closeStore func() error
 }
@@ -82,7 +88,8 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 			return nil, err
 		}
 	}
-	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)), closeStore: closeStore}
+	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)),
+		slots: make([]*pluginSlot, len(cfg.Operators)), closeStore: closeStore}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		var native *engine.Step
@@ -114,20 +121,26 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 				return nil, err
 			}
 		}
-		plug, err := p.loadPlugin(ctx, op)
+		plug, hash, err := p.loadPlugin(ctx, op)
 		if err != nil {
 			p.Close(ctx)
 			return nil, &loadError{kind: ErrPlugin, err: err, pos: op.At("plugin").String(), path: op.FieldPath("plugin")}
 		}
-		p.plugins[i] = plug
+		if op.Type.IsPlugin() {
+			p.slots[i] = newPluginSlot(p, op, plug, hash)
+		} else {
+			p.plugins[i] = plug
+		}
 	}
 	return p, nil
 }
 
-func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.Plugin, error) {
+// loadPlugin builds (Go source), compiles, checks and initialises op's
+// plugin, and returns it with the SHA-256 of its module.
+func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.Plugin, string, error) {
 	bin, src, err := pluginbuild.Load(ctx, op.Plugin, pluginbuild.Options{CacheDir: p.opts.CacheDir})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if src.Built {
 		p.opts.Logger.Debug("plugin built", "operator", op.Name, "source", op.Plugin, "module", src.Path, "cached", src.Cached)
@@ -146,10 +159,10 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 		Logger:            p.opts.Logger,
 	})
 	if err != nil {
-		return nil, err // wasm's Load also ran the plugin's init: a bad config fails here
+		return nil, "", err // wasm's Load also ran the plugin's init: a bad config fails here
 	}
 	p.opts.Logger.Debug("plugin loaded", "operator", op.Name, "sha256", src.Hash)
-	return plug, nil
+	return plug, src.Hash, nil
 }
 
 func pluginOp(t config.OperatorType) abi.Op {
@@ -174,6 +187,12 @@ func (p *Pipeline) Name() string { return p.cfg.Name }
 // once.
 func (p *Pipeline) Close(ctx context.Context) error {
 	var errs []error
+	for i, s := range p.slots {
+		if s != nil {
+			s.close(ctx)
+			p.slots[i] = nil
+		}
+	}
 	if p.runtime != nil {
 		errs = append(errs, p.runtime.Close(ctx))
 		p.runtime = nil

@@ -57,6 +57,11 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	defer stop()
+	if p.opts.WatchPlugins {
+		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		defer cancel()
+		p.watchPlugins(wctx)
+	}
 	es, err := ep.Run(ctx)
 	sum := Summary{DeadLetter: es.DeadLetter}
 	for _, c := range es.Sources {
@@ -141,13 +146,12 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 			st.KeyBy = true
 			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }
 		} else {
-			plug := p.plugins[i]
+			slot := p.slots[i]
 			st.New = func(ctx context.Context) (engine.Operator, error) {
-				w, err := plug.NewWorker(ctx)
-				if err != nil {
+				wo := &wasmOperator{name: op.Name, slot: slot}
+				if err := wo.swap(ctx, slot.cur.Load()); err != nil {
 					return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
 				}
-				wo := &wasmOperator{name: op.Name, w: w}
 				if op.StateTTL > 0 {
 					return newTTLOperator(wo, op, engine.KeyOwner(ctx)), nil
 				}
@@ -254,16 +258,54 @@ func genKind(k config.GenKind) engine.GenKind {
 	return 0
 }
 
-// wasmOperator adapts a plugin worker to the engine.
+// wasmOperator adapts a plugin worker to the engine, and swaps in the
+// plugin's new version, between batches, when its slot has one.
 type wasmOperator struct {
 	name string
+	slot *pluginSlot
+	ver  *pluginVersion // the version w runs
 	w    *wasm.Worker
 }
 
 func (o *wasmOperator) Name() string { return o.name }
 func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
-	return o.w.Process(ctx, in, out)
+	if v := o.slot.cur.Load(); v != o.ver {
+		if err := o.swap(ctx, v); err != nil {
+			// The version cannot start here: keep the one running, and
+			// let its probation count it as failed.
+			o.slot.log.Error("plugin version could not start on this worker; the previous one goes on", "version", v.n, "error", err)
+			o.slot.observe(v, int64(len(in)), int64(len(in)))
+		}
+	}
+	if o.ver.settled.Load() {
+		return o.w.Process(ctx, in, out)
+	}
+	before := o.w.Stats().Trapped
+	err := o.w.Process(ctx, in, out)
+	o.slot.observe(o.ver, int64(len(in)), int64(o.w.Stats().Trapped-before))
+	return err
 }
+
+// swap makes the operator run version v: a worker v prepared, or a new
+// one, carrying the old worker's watermark; the old worker is closed.
+func (o *wasmOperator) swap(ctx context.Context, v *pluginVersion) error {
+	var w *wasm.Worker
+	select {
+	case w = <-v.ready:
+	default:
+		var err error
+		if w, err = v.plug.NewWorker(ctx); err != nil {
+			return err
+		}
+	}
+	if o.w != nil {
+		w.SetWatermark(o.w.Watermark())
+		o.w.Close(ctx)
+	}
+	o.w, o.ver = w, v
+	return nil
+}
+
 func (o *wasmOperator) Close(ctx context.Context) error { return o.w.Close(ctx) }
 
 // ttlOperator is a plugin operator whose state expires (state_ttl): it

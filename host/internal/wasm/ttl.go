@@ -73,6 +73,9 @@ func ttlUnwrap(stored []byte) (int64, []byte, error) {
 // state in event time. Call it from the worker's goroutine.
 func (w *Worker) SetWatermark(wm int64) { w.watermark = max(w.watermark, wm) }
 
+// Watermark returns the watermark SetWatermark last raised.
+func (w *Worker) Watermark() int64 { return w.watermark }
+
 // SweepExpired deletes the operator's expired state of the record keys
 // owns accepts (nil: all), as of now (processing time) or the watermark
 // (event time), and returns how many entries it deleted. It does nothing

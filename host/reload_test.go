@@ -1,0 +1,294 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host"
+)
+
+// syncBuffer is a bytes.Buffer safe for a sink writing while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := strings.TrimSpace(s.b.String())
+	if t == "" {
+		return nil
+	}
+	return strings.Split(t, "\n")
+}
+
+// pollUntil waits for cond, failing the test after timeout.
+func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// reloadRig runs a pipeline whose stateful counter plugin is the file at
+// plugin, fed from a pipe, with two workers.
+type reloadRig struct {
+	t      *testing.T
+	p      *host.Pipeline
+	in     *io.PipeWriter
+	out    *syncBuffer
+	done   chan error
+	plugin string
+	sent   int
+}
+
+func startReloadRig(t *testing.T, first []byte, watch bool) *reloadRig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &reloadRig{t: t, out: &syncBuffer{}, done: make(chan error, 1), plugin: filepath.Join(dir, "count.wasm")}
+	if err := os.WriteFile(r.plugin, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writePipeline(t, `name: reload
+engine: {parallelism: 2, batch_size: 8}
+sources: [{name: in, type: stdin}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "`+r.plugin+`"}
+sinks: [{name: out, type: stdout}]
+dead_letter: {type: file, path: `+filepath.Join(dir, "dead.jsonl")+`}
+`)
+	pr, pw := io.Pipe()
+	r.in = pw
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{Stdin: pr, Stdout: r.out, WatchPlugins: watch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.p = p
+	go func() {
+		_, err := p.Run(ctx)
+		r.done <- err
+	}()
+	t.Cleanup(func() {
+		pw.Close()
+		<-r.done
+		p.Close(ctx)
+	})
+	return r
+}
+
+// feed sends n records over 5 keys and waits until all have come out;
+// it returns their output lines.
+func (r *reloadRig) feed(n int) []string {
+	r.t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"k\":\"k%d\",\"i\":%d}\n", (r.sent+i)%5, r.sent+i)
+	}
+	if _, err := io.WriteString(r.in, b.String()); err != nil {
+		r.t.Fatal(err)
+	}
+	r.sent += n
+	pollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", r.sent), func() bool { return len(r.out.lines()) >= r.sent })
+	lines := r.out.lines()
+	return lines[len(lines)-n:]
+}
+
+// install writes a module to the plugin's path and reloads it.
+func (r *reloadRig) install(module []byte) error {
+	if err := os.WriteFile(r.plugin, module, 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+	return r.p.ReloadPlugins(context.Background(), "count")
+}
+
+// checkCounts requires each key's counts to run 1, 2, 3, … with no gap
+// and no repeat: every record counted once, and the state carried over
+// every swap.
+func (r *reloadRig) checkCounts() {
+	r.t.Helper()
+	next := map[string]int{}
+	for _, l := range r.out.lines() {
+		var v struct {
+			Key   string
+			Count int
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			r.t.Fatalf("output %q: %v", l, err)
+		}
+		next[v.Key]++
+		if v.Count != next[v.Key] {
+			r.t.Fatalf("key %s: count %d, want %d (a record lost, repeated, or its state not carried over)", v.Key, v.Count, next[v.Key])
+		}
+	}
+}
+
+func buildModule(t *testing.T, dir string) []byte {
+	t.Helper()
+	path, _, err := host.BuildPlugin(context.Background(), filepath.Join(repoRoot(t), dir), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestHotReloadSwaps swaps the counter plugin for its next version and
+// back, ten times, while records flow: every record is counted once, the
+// counts carry over every swap, and the records sent after each swap show
+// the new version's output.
+func TestHotReloadSwaps(t *testing.T) {
+	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
+	r := startReloadRig(t, v1, false)
+	r.feed(40)
+	for swap := 1; swap <= 10; swap++ {
+		mod, marker := v2, `"version":2`
+		if swap%2 == 0 {
+			mod, marker = v1, ""
+		}
+		if err := r.install(mod); err != nil {
+			t.Fatalf("swap %d: %v", swap, err)
+		}
+		for _, l := range r.feed(40) {
+			if strings.Contains(l, `"version":2`) != (marker != "") {
+				t.Fatalf("swap %d: %s is not the new version's output", swap, l)
+			}
+		}
+	}
+	r.checkCounts()
+	st := r.p.Plugins()
+	if len(st) != 1 || st[0].Version != 11 || st[0].Reloads != 10 || st[0].Rollbacks != 0 {
+		t.Fatalf("plugin status %+v, want version 11 after 10 reloads", st)
+	}
+}
+
+// TestHotReloadBrokenVersions installs broken versions: each is refused or
+// rolled back, the pipeline keeps running the good version, and no record
+// or count is lost.
+func TestHotReloadBrokenVersions(t *testing.T) {
+	v1 := buildModule(t, "plugins/conformance/go/counter")
+	testdata := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "host/internal/wasm/testdata", name+".wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	r := startReloadRig(t, v1, false)
+	r.feed(20)
+	for _, tc := range []struct {
+		name, wantErr string
+		module        []byte
+	}{
+		{"missing export", "not a valid weir ABI v1 map plugin", testdata("filter_only")},
+		{"trap in init", "weir_init", testdata("init_trap")},
+		{"not wasm", "not a WebAssembly module", []byte("#!/bin/sh\necho hello\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := r.install(tc.module)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("reload error %v, want one containing %q", err, tc.wantErr)
+			}
+			if st := r.p.Plugins()[0]; st.Version != 1 || !strings.Contains(st.LastError, tc.wantErr) {
+				t.Fatalf("status %+v: want version 1 running and the error reported", st)
+			}
+			for _, l := range r.feed(20) {
+				if strings.Contains(l, "version") {
+					t.Fatalf("output %s is not version 1's", l)
+				}
+			}
+			r.checkCounts()
+		})
+	}
+	t.Run("trap on every record", func(t *testing.T) {
+		if err := r.install(testdata("trap_all")); err != nil {
+			t.Fatalf("reload: %v (it loads; probation must catch it)", err)
+		}
+		// The broken version's records trap and go to the dead-letter
+		// output until probation rolls it back; feed until the good
+		// version answers again.
+		sentBefore := r.sent
+		pollUntil(t, 30*time.Second, "the rollback", func() bool {
+			var b strings.Builder
+			for i := range 8 {
+				fmt.Fprintf(&b, "{\"k\":\"t%d\",\"i\":%d}\n", i%5, r.sent+i)
+			}
+			io.WriteString(r.in, b.String())
+			r.sent += 8
+			return r.p.Plugins()[0].Rollbacks == 1
+		})
+		if st := r.p.Plugins()[0]; st.Version != 1 || !strings.Contains(st.LastError, "trapped") {
+			t.Fatalf("status %+v: want version 1 back, with the reason", st)
+		}
+		t.Logf("%d records sent while version 2 was on probation", r.sent-sentBefore)
+		// Version 1 counts new keys from 1 again.
+		var b strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&b, "{\"k\":\"z%d\"}\n", i%2)
+		}
+		io.WriteString(r.in, b.String())
+		pollUntil(t, 20*time.Second, "version 1's results", func() bool {
+			n := 0
+			for _, l := range r.out.lines() {
+				if strings.HasPrefix(l, `{"key":"z`) {
+					n++
+				}
+			}
+			return n == 10
+		})
+		for _, want := range []string{`{"key":"z0","count":5}`, `{"key":"z1","count":5}`} {
+			if !slices.Contains(r.out.lines(), want) {
+				t.Fatalf("no %s after the rollback", want)
+			}
+		}
+	})
+}
+
+// TestHotReloadOnFileChange: with WatchPlugins, writing a new module over
+// the plugin's file is enough.
+func TestHotReloadOnFileChange(t *testing.T) {
+	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
+	r := startReloadRig(t, v1, true)
+	r.feed(10)
+	// Write a new file and rename it over the plugin, as editors and
+	// build tools do.
+	tmp := r.plugin + ".tmp"
+	if err := os.WriteFile(tmp, v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, r.plugin); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 20*time.Second, "the reload", func() bool { return r.p.Plugins()[0].Version == 2 })
+	for _, l := range r.feed(10) {
+		if !strings.Contains(l, `"version":2`) {
+			t.Fatalf("output %s is not version 2's", l)
+		}
+	}
+	r.checkCounts()
+}
