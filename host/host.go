@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/config"
@@ -55,6 +56,11 @@ type Pipeline struct {
 	// slots holds the live, reloadable version of each map, flat_map and
 	// filter operator's plugin (per operator; nil for the others).
 	slots []*pluginSlot
+	// metrics are the pipeline's Prometheus collectors; run and runState
+	// describe the current run (stats.go).
+	metrics  *pipelineMetrics
+	run      atomic.Pointer[runInfo]
+	runState atomic.Value // string
 	// closeStore closes a state store Load opened (badger); nil otherwise.
 	closeStore func() error
 }
@@ -90,6 +96,7 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	}
 	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)),
 		slots: make([]*pluginSlot, len(cfg.Operators)), closeStore: closeStore}
+	p.metrics = newPipelineMetrics(p)
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		var native *engine.Step
@@ -156,6 +163,7 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 		Store:             p.opts.Store,
 		StateTTL:          op.StateTTL,
 		StateTTLEventTime: op.StateTTLEventTime,
+		ObserveCall:       p.metrics.observeCall(op.Name),
 		Logger:            p.opts.Logger,
 	})
 	if err != nil {

@@ -65,6 +65,13 @@ type reloadRig struct {
 
 func startReloadRig(t *testing.T, first []byte, watch bool) *reloadRig {
 	t.Helper()
+	return startReloadRigWith(t, first, watch, nil)
+}
+
+// startReloadRigWith is startReloadRig calling before with the loaded
+// pipeline before it runs.
+func startReloadRigWith(t *testing.T, first []byte, watch bool, before func(*host.Pipeline)) *reloadRig {
+	t.Helper()
 	dir := t.TempDir()
 	r := &reloadRig{t: t, out: &syncBuffer{}, done: make(chan error, 1), plugin: filepath.Join(dir, "count.wasm")}
 	if err := os.WriteFile(r.plugin, first, 0o644); err != nil {
@@ -87,6 +94,9 @@ dead_letter: {type: file, path: `+filepath.Join(dir, "dead.jsonl")+`}
 		t.Fatal(err)
 	}
 	r.p = p
+	if before != nil {
+		before(p)
+	}
 	go func() {
 		_, err := p.Run(ctx)
 		r.done <- err

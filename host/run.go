@@ -51,30 +51,36 @@ func (s Summary) LogValue() slog.Value {
 // Run runs the pipeline until its sources end or ctx is done. When ctx is
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
-func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
+func (p *Pipeline) Run(ctx context.Context) (sum Summary, err error) {
 	ep, stop, err := p.build(ctx)
 	if err != nil {
+		p.runState.Store(StateFailed)
 		return Summary{}, err
 	}
 	defer stop()
+	ep.Observer = p.metrics
+	ri := &runInfo{ep: ep}
+	for _, s := range ep.Sources {
+		if ks, ok := s.(*kafka.Source); ok {
+			ri.sources = append(ri.sources, ks)
+		}
+	}
+	p.run.Store(ri)
+	p.runState.Store(StateRunning)
+	defer func() {
+		if err != nil {
+			p.runState.Store(StateFailed)
+		} else {
+			p.runState.Store(StateFinished)
+		}
+	}()
 	if p.opts.WatchPlugins {
 		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		p.watchPlugins(wctx)
 	}
 	es, err := ep.Run(ctx)
-	sum := Summary{DeadLetter: es.DeadLetter}
-	for _, c := range es.Sources {
-		sum.Stages = append(sum.Stages, StageCounts{Stage: "source", Name: c.Name, Out: c.Out, Dead: c.Dead})
-	}
-	for i, c := range es.Steps {
-		c.Name = p.cfg.Operators[i].Name
-		sum.Stages = append(sum.Stages, StageCounts{Stage: "operator", Name: c.Name, In: c.In, Out: c.Out, Dead: c.Dead})
-	}
-	for _, c := range es.Sinks {
-		sum.Stages = append(sum.Stages, StageCounts{Stage: "sink", Name: c.Name, In: c.In, Out: c.Out, Dead: c.Dead})
-	}
-	return sum, err
+	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
 }
 
 // build turns the validated config into an engine pipeline, creating one

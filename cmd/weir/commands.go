@@ -83,7 +83,11 @@ func (g *globalFlags) loadWith(ctx context.Context, cmd *cobra.Command, path str
 }
 
 func newRunCmd(g *globalFlags) *cobra.Command {
-	var sequential, watch bool
+	var (
+		sequential, watch bool
+		adminAddr, token  string
+		status            string
+	)
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE [PIPELINE…]",
 		Short: "Run pipelines until their input ends, or until SIGINT or SIGTERM",
@@ -97,6 +101,10 @@ Plugins reload while the pipelines run, keeping their state: when a plugin's
 A new version is built, compiled, checked and initialised before it replaces
 the old one between batches; if that fails, or if the new version traps on
 most records of its first batches, the old version goes on.
+
+With --admin, an HTTP server gives /healthz, /readyz, Prometheus /metrics,
+/api/pipeline (topology and live counts) and /api/plugins, and takes
+POST /api/plugins/reload (see weir plugin reload).
 
 Several pipelines run side by side, or one after another with --sequential,
 and share one embedded Kafka broker among those that name no brokers: for
@@ -135,6 +143,23 @@ end of its topic (stop_at: latest).`,
 			}
 			stopReload := reloadOnSIGHUP(ctx, log, pipes)
 			defer stopReload()
+			if adminAddr != "" {
+				if token == "" {
+					token = os.Getenv("WEIR_ADMIN_TOKEN")
+				}
+				admin, err := host.StartAdmin(host.AdminOptions{Listen: adminAddr, Token: token, Logger: log})
+				if err != nil {
+					return err
+				}
+				defer admin.Close()
+				for _, p := range pipes {
+					if err := admin.Register(p); err != nil {
+						return err
+					}
+				}
+			}
+			stopStatus := startStatusLine(cmd.ErrOrStderr(), status, pipes)
+			defer stopStatus()
 			if sequential {
 				for _, p := range pipes {
 					if err := runOne(ctx, log, p); err != nil || ctx.Err() != nil {
@@ -154,6 +179,9 @@ end of its topic (stop_at: latest).`,
 	}
 	cmd.Flags().BoolVar(&sequential, "sequential", false, "run the pipelines one after another, each to its end, instead of side by side")
 	cmd.Flags().BoolVar(&watch, "watch", true, "reload a plugin when its .wasm file or Go source folder changes")
+	cmd.Flags().StringVar(&adminAddr, "admin", "", "serve health, metrics and the pipeline API on this address (\":9600\" listens on 127.0.0.1)")
+	cmd.Flags().StringVar(&token, "admin-token", "", "bearer token for the admin API and metrics (or $WEIR_ADMIN_TOKEN); required beyond loopback")
+	cmd.Flags().StringVar(&status, "status", "auto", "a live status line on standard error: auto (when it is a terminal), always or never")
 	return cmd
 }
 
@@ -304,7 +332,7 @@ the module is printed; with -o it is copied there.`,
 		},
 	}
 	inspect.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(build, inspect)
+	cmd.AddCommand(build, inspect, newPluginReloadCmd())
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
@@ -17,8 +18,9 @@ import (
 // goroutines, ownership passing with each channel send. mu guards pieces,
 // which workers append to concurrently.
 type batch struct {
-	source  int // index of the source that filled it
-	marker  int // markerNone, or the news a record-less batch carries (checkpoint.go)
+	source  int       // index of the source that filled it
+	marker  int       // markerNone, or the news a record-less batch carries (checkpoint.go)
+	taken   time.Time // when the dispatcher took it, for Observer
 	records []record.Record
 	arena   record.Arena
 	dead    []record.DeadLetter

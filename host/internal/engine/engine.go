@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
@@ -61,6 +62,10 @@ type Pipeline struct {
 	// Checkpointing, if set, makes the run take checkpoints and, with
 	// Restore, continue from one.
 	Checkpointing *Checkpointing
+	// Observer, if set, is told of batches and checkpoints.
+	Observer Observer
+
+	stats atomic.Pointer[runStats] // the current or last run's, for Stats
 }
 
 // Counts are a stage's record counts after a run.
@@ -69,12 +74,6 @@ type Counts struct {
 	In   int64
 	Out  int64
 	Dead int64
-}
-
-func (c *Counts) add(o Counts) {
-	c.In += o.In
-	c.Out += o.Out
-	c.Dead += o.Dead
 }
 
 // Summary reports what a run did, stage by stage.
@@ -92,7 +91,6 @@ type segment struct {
 	first, end int           // the steps [first, end)
 	in         []chan *piece // one queue per worker
 	ops        [][]Operator  // [worker][step - first]
-	counts     [][]Counts    // [worker][step - first]
 	keyed      bool          // routed by key (it follows a key_by)
 }
 
@@ -113,6 +111,11 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	// hard is cancelled only by a failure; ctx only stops the sources.
 	hard, fail := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer fail(nil)
+
+	st := newRunStats(p)
+	p.stats.Store(st)
+	st.running.Store(true)
+	defer st.running.Store(false)
 
 	ck := p.Checkpointing
 	var restore *Checkpoint
@@ -153,18 +156,14 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	pool := newPool(2*depth*par+2*len(p.Sources)+2, batchSize)
 	srcCh := make(chan *batch, depth)
 	sinkCh := make(chan *piece, depth*par)
-	sum := Summary{
-		Sources: make([]Counts, len(p.Sources)),
-		Steps:   make([]Counts, len(p.Steps)),
-		Sinks:   make([]Counts, len(p.Sinks)),
-	}
+
 	var bar *barrier
 	if ck != nil {
 		bar = newBarrier()
 	}
 	outs := make([]*Out, len(p.Sources))
 	for i, s := range p.Sources {
-		outs[i] = &Out{ctx: hard, pool: pool, ch: srcCh, source: i, name: s.Name(), batchSize: batchSize, bar: bar}
+		outs[i] = &Out{ctx: hard, pool: pool, ch: srcCh, source: i, name: s.Name(), batchSize: batchSize, bar: bar, live: &st.sources[i]}
 		if i < len(p.EventTime) {
 			outs[i].et = p.EventTime[i]
 		}
@@ -197,7 +196,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			defer srcWG.Done()
 			out := outs[i]
 			err := s.Run(ctx, out)
-			sum.Sources[i] = Counts{Name: s.Name(), Out: out.count, Dead: out.dead}
+			out.publish()
 			if err != nil && !(ctx.Err() != nil && errors.Is(err, ctx.Err())) && hard.Err() == nil {
 				fail(err)
 			}
@@ -222,6 +221,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			return
 		}
 		defer work.done()
+		if p.Observer != nil && b.source >= 0 {
+			p.Observer.BatchCompleted(time.Since(b.taken))
+		}
 		if b.source < 0 {
 			b.reset()
 			emitPool.Put(b)
@@ -309,7 +311,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	}
 	// checkpoint takes a checkpoint of the quiesced pipeline: every source
 	// is at a barrier or has ended, and nothing is in flight.
-	checkpoint := func() error {
+	checkpoint := func(requested time.Time) error {
 		if err := work.wait(hard); err != nil {
 			return err
 		}
@@ -329,6 +331,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				}
 			}
 		}
+		pause := time.Since(requested)
+		st.checkpoints.Add(1)
+		st.lastEpoch.Store(epoch)
+		st.lastPause.Store(int64(pause))
+		if p.Observer != nil {
+			p.Observer.CheckpointTaken(epoch, pause)
+		}
 		return nil
 	}
 	go func() {
@@ -342,6 +351,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			ckTimer   *time.Timer
 			ckC       <-chan time.Time
 			pending   bool
+			asked     time.Time // when the pending checkpoint was requested
 			paused    = make([]bool, len(p.Sources))
 			ended     = make([]bool, len(p.Sources))
 			inBarrier = func() bool {
@@ -362,7 +372,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			if !pending || !inBarrier() {
 				return
 			}
-			if err := checkpoint(); err != nil {
+			if err := checkpoint(asked); err != nil {
 				fail(err)
 			}
 			pending = false
@@ -389,12 +399,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			case <-tick.C:
 				if hard.Err() == nil {
 					lastWM = wms.current()
+					st.watermark.Store(lastWM)
 					forward(0, 0, sent, nil, lastWM, nil)
 				}
 				continue
 			case <-ckC:
 				if hard.Err() == nil {
-					pending = true
+					pending, asked = true, time.Now()
 					bar.request()
 					maybeCheckpoint()
 				}
@@ -424,6 +435,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				continue // drain so sources are never stuck; nothing more is processed
 			}
 			work.add()
+			if p.Observer != nil {
+				b.taken = time.Now()
+			}
 			wms.announce(b.source, b.announce)
 			wms.observe(b.source, b.records)
 			b.ack.reset(func(err error) { complete(b, err) })
@@ -436,6 +450,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			rr++
 			turn := rr % par
 			lastWM = wms.current()
+			st.watermark.Store(lastWM)
 			forward(0, 0, sent, pc, lastWM, func(r *record.Record) int {
 				switch {
 				case r.Origin.Partition >= 0:
@@ -544,7 +559,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		if hard.Err() != nil {
 			continue
 		}
-		if err := p.writePiece(pc, sum.Sinks, &sum.DeadLetter); err != nil {
+		if err := p.writePiece(pc, st); err != nil {
 			fail(err)
 			continue
 		}
@@ -559,24 +574,16 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	if ck != nil && hard.Err() == nil {
 		// The final checkpoint: every source has ended or stopped, and
 		// everything it read has drained.
-		if err := checkpoint(); err != nil {
+		if err := checkpoint(time.Now()); err != nil {
 			fail(err)
 		}
 	}
 
-	for _, s := range segs {
-		for _, counts := range s.counts {
-			for j, c := range counts {
-				sum.Steps[s.first+j].Name = p.Steps[s.first+j].Name
-				sum.Steps[s.first+j].add(c)
-			}
-		}
-	}
 	errs := append(closeOps(), p.closeOutputs()...)
 	if err := context.Cause(hard); err != nil {
 		errs = append([]error{err}, errs...)
 	}
-	return sum, errors.Join(errs...)
+	return st.summary(p), errors.Join(errs...)
 }
 
 // closeOutputs closes the sinks, the dead-letter output and the sources
@@ -627,6 +634,7 @@ func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par in
 // watermark is now wm, and runs what they emit through the rest of the
 // segment. It returns a piece of a new batch holding the results, or nil.
 func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBatch func() *batch) (*piece, error) {
+	st := p.stats.Load()
 	var pc *piece
 	for j, op := range s.ops[w] {
 		wop, ok := op.(Watermarker)
@@ -643,8 +651,7 @@ func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBat
 			return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+j].Name, err)
 		}
 		recs := out.Records[start:]
-		s.counts[w][j].Out += int64(len(recs))
-		s.counts[w][j].Dead += int64(len(out.Dead) - deadStart)
+		st.steps[s.first+j].add(0, len(recs), len(out.Dead)-deadStart)
 		pc.dead = append(pc.dead, out.Dead[deadStart:]...)
 		for k := j + 1; k < len(s.ops[w]) && len(recs) > 0; k++ {
 			next := pc.out(s.first + k)
@@ -652,11 +659,9 @@ func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBat
 			if err := s.ops[w][k].Process(ctx, recs, next); err != nil {
 				return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+k].Name, err)
 			}
-			c := &s.counts[w][k]
-			c.In += int64(len(recs))
+			in := len(recs)
 			recs = next.Records[start:]
-			c.Out += int64(len(recs))
-			c.Dead += int64(len(next.Dead) - deadStart)
+			st.steps[s.first+k].add(in, len(recs), len(next.Dead)-deadStart)
 			pc.dead = append(pc.dead, next.Dead[deadStart:]...)
 		}
 		pc.records = append(pc.records, recs...)
@@ -685,11 +690,10 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		}
 		end = min(end+1, len(p.Steps)) // a key_by ends its segment
 		s := &segment{first: first, end: end, keyed: first > 0 && p.Steps[first-1].KeyBy,
-			in: make([]chan *piece, par), ops: make([][]Operator, par), counts: make([][]Counts, par)}
+			in: make([]chan *piece, par), ops: make([][]Operator, par)}
 		segs = append(segs, s)
 		for w := range par {
 			s.in[w] = make(chan *piece, depth)
-			s.counts[w] = make([]Counts, end-first)
 			wctx := context.WithValue(ctx, ownerKey{}, owner{w, par})
 			for j := first; j < end; j++ {
 				op, err := p.Steps[j].New(wctx)
@@ -708,6 +712,7 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 // chunks of each step's batch size, leaving the final records in pc.records
 // and every dead letter in pc.dead.
 func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece, batchSize int) error {
+	stats := p.stats.Load()
 	recs := pc.records
 	for j, op := range s.ops[w] {
 		st := &p.Steps[s.first+j]
@@ -722,10 +727,7 @@ func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece,
 				return fmt.Errorf("operator %q: %w", st.Name, err)
 			}
 		}
-		c := &s.counts[w][j]
-		c.In += int64(len(recs))
-		c.Out += int64(len(out.Records))
-		c.Dead += int64(len(out.Dead))
+		stats.steps[s.first+j].add(len(recs), len(out.Records), len(out.Dead))
 		pc.dead = append(pc.dead, out.Dead...)
 		recs = out.Records
 	}
@@ -735,7 +737,7 @@ func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece,
 
 // writePiece gives pc's records to every sink and its dead letters to the
 // dead-letter output.
-func (p *Pipeline) writePiece(pc *piece, counts []Counts, deadCount *int64) error {
+func (p *Pipeline) writePiece(pc *piece, st *runStats) error {
 	ack := &pc.root.ack
 	for i, s := range p.Sinks {
 		before := len(pc.dead)
@@ -744,12 +746,8 @@ func (p *Pipeline) writePiece(pc *piece, counts []Counts, deadCount *int64) erro
 		if err != nil {
 			return err
 		}
-		rejected := int64(len(pc.dead) - before)
-		c := &counts[i]
-		c.Name = s.Name()
-		c.In += int64(len(pc.records))
-		c.Out += int64(len(pc.records)) - rejected
-		c.Dead += rejected
+		rejected := len(pc.dead) - before
+		st.sinks[i].add(len(pc.records), len(pc.records)-rejected, rejected)
 	}
 	if p.DeadLetter == nil {
 		if len(pc.dead) > 0 {
@@ -761,7 +759,7 @@ func (p *Pipeline) writePiece(pc *piece, counts []Counts, deadCount *int64) erro
 		if err := p.DeadLetter.Write(&pc.dead[i], ack); err != nil {
 			return err
 		}
-		*deadCount++
+		st.deadLetters.Add(1)
 	}
 	return nil
 }

@@ -26,9 +26,10 @@ type Out struct {
 	name      string
 	batchSize int
 	cur       *batch
-	et        *EventTime // where event time comes from, or nil
-	count     int64      // records added
-	dead      int64      // dead letters added
+	et        *EventTime  // where event time comes from, or nil
+	count     int64       // records added
+	dead      int64       // dead letters added
+	live      *liveCounts // the run's counts of this source, published per batch
 	// Checkpoints: bar coordinates barriers (nil without checkpoints);
 	// pollCancel ends the current PollContext (guarded by bar.mu); handed
 	// counts the records and dead letters the source handed out, and the
@@ -162,6 +163,14 @@ func (o *Out) Pending() int {
 	return len(o.cur.records)
 }
 
+// publish makes the counts so far visible to Stats.
+func (o *Out) publish() {
+	if o.live != nil {
+		o.live.out.Store(o.count)
+		o.live.dead.Store(o.dead)
+	}
+}
+
 // Flush sends the current batch, if it holds anything.
 func (o *Out) Flush() error {
 	b := o.cur
@@ -169,6 +178,7 @@ func (o *Out) Flush() error {
 		return nil
 	}
 	o.cur = nil
+	o.publish()
 	select {
 	case o.ch <- b:
 		return nil

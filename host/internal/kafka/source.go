@@ -245,6 +245,10 @@ type Source struct {
 	restored     chan struct{}
 	restoreOnce  sync.Once
 
+	// lag is, per partition, the records after the last one polled, as of
+	// the fetch that brought it (guarded by mu).
+	lag map[srcTP]int64
+
 	ran       atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
 	loopDone  chan struct{}
@@ -503,6 +507,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 				return err
 			}
 		}
+		s.trackLag(fs)
 		var fatal error
 		fs.EachError(func(topic string, partition int32, err error) {
 			switch {

@@ -126,3 +126,35 @@ func (s *Source) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 // restoreDone marks the source's restore as decided; adjustOffsets waits
 // for it.
 func (s *Source) restoreDone() { s.restoreOnce.Do(func() { close(s.restored) }) }
+
+// trackLag notes, for each partition a fetch brought records of, how far
+// the last of them is from the partition's high watermark.
+func (s *Source) trackLag(fs kgo.Fetches) {
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if len(p.Records) == 0 {
+			return
+		}
+		last := p.Records[len(p.Records)-1].Offset
+		s.mu.Lock()
+		if s.lag == nil {
+			s.lag = map[srcTP]int64{}
+		}
+		s.lag[srcTP{p.Topic, p.Partition}] = max(p.HighWatermark-last-1, 0)
+		s.mu.Unlock()
+	})
+}
+
+// Lag returns the consumer lag: the records after the last one polled,
+// summed over the partitions the source owns, as of their last fetch. It
+// is safe to call from any goroutine.
+func (s *Source) Lag() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for tp, l := range s.lag {
+		if p := s.parts[tp]; p != nil && p.owned {
+			n += l
+		}
+	}
+	return n
+}

@@ -60,6 +60,9 @@ type PluginConfig struct {
 	StateTTL          time.Duration
 	StateTTLEventTime bool
 	Clock             func() time.Time
+	// ObserveCall, if set, is called after every guest batch call with its
+	// duration, on the worker's goroutine (metrics).
+	ObserveCall func(time.Duration)
 }
 
 // Plugin is a compiled, validated module, ready to run as one operator. It

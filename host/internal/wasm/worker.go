@@ -414,7 +414,14 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error
 	if err == nil {
 		w.beginBatch(in)
 		w.stack[0], w.stack[1] = uint64(ptr), uint64(len(f))
+		var start time.Time
+		if cfg.ObserveCall != nil {
+			start = time.Now()
+		}
 		err = inst.op.CallWithStack(cc, w.stack[:])
+		if cfg.ObserveCall != nil {
+			cfg.ObserveCall(time.Since(start))
+		}
 		w.batch = nil
 	}
 	if cancel != nil {

@@ -1,0 +1,201 @@
+package host
+
+import (
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/kafka"
+)
+
+// Stats are a pipeline's live counts and positions. It is a plain value.
+type Stats struct {
+	// State is "loaded" before Run, "running", then "finished" or
+	// "failed".
+	State  string        `json:"state"`
+	Stages []StageCounts `json:"stages"`
+	// DeadLetter counts the dead letters written.
+	DeadLetter int64 `json:"dead_letters"`
+	// Watermark is the event-time watermark the operators were last
+	// given, in epoch milliseconds; absent (nil) before the first.
+	Watermark *int64 `json:"watermark_ms,omitempty"`
+	// ConsumerLag is the Kafka sources' records not yet polled.
+	ConsumerLag int64 `json:"consumer_lag"`
+	// Checkpoints taken in this run, the last one's epoch, and the pause
+	// it cost.
+	Checkpoints         int64   `json:"checkpoints"`
+	LastCheckpoint      uint64  `json:"last_checkpoint,omitempty"`
+	LastCheckpointPause float64 `json:"last_checkpoint_pause_seconds,omitempty"`
+}
+
+// Pipeline run states.
+const (
+	StateLoaded   = "loaded"
+	StateRunning  = "running"
+	StateFinished = "finished"
+	StateFailed   = "failed"
+)
+
+// runInfo is what a pipeline knows about its current run, for Stats and
+// the admin server; it is published atomically by Run.
+type runInfo struct {
+	ep      *engine.Pipeline
+	sources []*kafka.Source
+}
+
+// Stats returns the pipeline's live counts. It is safe to call from any
+// goroutine, during and after Run.
+func (p *Pipeline) Stats() Stats {
+	st := Stats{State: p.state()}
+	ri := p.run.Load()
+	if ri == nil {
+		return st
+	}
+	es := ri.ep.Stats()
+	st.Stages = p.stageCounts(es.Summary)
+	st.DeadLetter = es.DeadLetter
+	if es.Watermark != engine.NoWatermark && es.Watermark != math.MaxInt64 {
+		wm := es.Watermark
+		st.Watermark = &wm
+	}
+	for _, s := range ri.sources {
+		st.ConsumerLag += s.Lag()
+	}
+	st.Checkpoints, st.LastCheckpoint = es.Checkpoints, es.LastCheckpoint
+	st.LastCheckpointPause = es.LastCheckpointPause.Seconds()
+	return st
+}
+
+// stageCounts names an engine summary's counts after the pipeline file.
+func (p *Pipeline) stageCounts(es engine.Summary) []StageCounts {
+	var out []StageCounts
+	for _, c := range es.Sources {
+		out = append(out, StageCounts{Stage: "source", Name: c.Name, Out: c.Out, Dead: c.Dead})
+	}
+	for i, c := range es.Steps {
+		out = append(out, StageCounts{Stage: "operator", Name: p.cfg.Operators[i].Name, In: c.In, Out: c.Out, Dead: c.Dead})
+	}
+	for _, c := range es.Sinks {
+		out = append(out, StageCounts{Stage: "sink", Name: c.Name, In: c.In, Out: c.Out, Dead: c.Dead})
+	}
+	return out
+}
+
+func (p *Pipeline) state() string {
+	if s, _ := p.runState.Load().(string); s != "" {
+		return s
+	}
+	return StateLoaded
+}
+
+// pipelineMetrics are a pipeline's Prometheus collectors: histograms fed
+// as things happen, and a collector that reads Stats when scraped.
+type pipelineMetrics struct {
+	p            *Pipeline
+	batchLatency prometheus.Histogram
+	checkpoint   prometheus.Histogram
+	udfCall      *prometheus.HistogramVec
+	registered   atomic.Bool
+}
+
+func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
+	labels := prometheus.Labels{"pipeline": p.cfg.Name}
+	return &pipelineMetrics{
+		p: p,
+		batchLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weir_batch_latency_seconds", ConstLabels: labels,
+			Help:    "Time from a source batch entering the pipeline to every output acknowledging it.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+		}),
+		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weir_checkpoint_pause_seconds", ConstLabels: labels,
+			Help:    "How long each checkpoint paused the sources: barrier, drain, commit.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		udfCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "weir_udf_call_seconds", ConstLabels: labels,
+			Help:    "Duration of each plugin batch call, per operator.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 18),
+		}, []string{"operator"}),
+	}
+}
+
+// BatchCompleted implements engine.Observer.
+func (m *pipelineMetrics) BatchCompleted(d time.Duration) { m.batchLatency.Observe(d.Seconds()) }
+
+// CheckpointTaken implements engine.Observer.
+func (m *pipelineMetrics) CheckpointTaken(_ uint64, d time.Duration) {
+	m.checkpoint.Observe(d.Seconds())
+}
+
+// observeCall returns the UDF call-time hook of an operator's plugin.
+func (m *pipelineMetrics) observeCall(operator string) func(time.Duration) {
+	h := m.udfCall.WithLabelValues(operator)
+	return func(d time.Duration) { h.Observe(d.Seconds()) }
+}
+
+var (
+	descIn = prometheus.NewDesc("weir_records_in_total", "Records given to a stage.",
+		[]string{"pipeline", "stage", "name"}, nil)
+	descOut = prometheus.NewDesc("weir_records_out_total", "Records a stage read (source), passed on (operator) or wrote (sink).",
+		[]string{"pipeline", "stage", "name"}, nil)
+	descDead = prometheus.NewDesc("weir_records_dead_total", "Records a stage sent to the dead-letter output.",
+		[]string{"pipeline", "stage", "name"}, nil)
+	descDeadLetters = prometheus.NewDesc("weir_dead_letters_total", "Dead letters written.", []string{"pipeline"}, nil)
+	descRunning     = prometheus.NewDesc("weir_pipeline_running", "1 while the pipeline runs.", []string{"pipeline"}, nil)
+	descWatermark   = prometheus.NewDesc("weir_watermark_lag_seconds", "Wall clock minus the event-time watermark.", []string{"pipeline"}, nil)
+	descLag         = prometheus.NewDesc("weir_consumer_lag_records", "Kafka records not yet polled, over the pipeline's Kafka sources.", []string{"pipeline"}, nil)
+	descCheckpoints = prometheus.NewDesc("weir_checkpoints_total", "Checkpoints taken in this run.", []string{"pipeline"}, nil)
+	descPlugin      = prometheus.NewDesc("weir_plugin_info", "The live version of each plugin operator (always 1).",
+		[]string{"pipeline", "operator", "version", "sha256"}, nil)
+	descReloads = prometheus.NewDesc("weir_plugin_reloads_total", "Plugin reloads, by outcome: swapped, failed (the old version went on) or rolled_back.",
+		[]string{"pipeline", "operator", "outcome"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descWatermark, descLag, descCheckpoints, descPlugin, descReloads} {
+		ch <- d
+	}
+	m.batchLatency.Describe(ch)
+	m.checkpoint.Describe(ch)
+	m.udfCall.Describe(ch)
+}
+
+// Collect implements prometheus.Collector: it reads the live stats.
+func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
+	name := m.p.cfg.Name
+	st := m.p.Stats()
+	for _, s := range st.Stages {
+		if s.Stage != "source" {
+			ch <- prometheus.MustNewConstMetric(descIn, prometheus.CounterValue, float64(s.In), name, s.Stage, s.Name)
+		}
+		ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(s.Out), name, s.Stage, s.Name)
+		ch <- prometheus.MustNewConstMetric(descDead, prometheus.CounterValue, float64(s.Dead), name, s.Stage, s.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.CounterValue, float64(st.DeadLetter), name)
+	running := 0.0
+	if st.State == StateRunning {
+		running = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running, name)
+	if st.Watermark != nil {
+		lag := float64(time.Now().UnixMilli()-*st.Watermark) / 1000
+		ch <- prometheus.MustNewConstMetric(descWatermark, prometheus.GaugeValue, lag, name)
+	}
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.ConsumerLag), name)
+	ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(st.Checkpoints), name)
+	for _, ps := range m.p.Plugins() {
+		ch <- prometheus.MustNewConstMetric(descPlugin, prometheus.GaugeValue, 1, name, ps.Operator, strconv.Itoa(ps.Version), ps.SHA256)
+		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Reloads), name, ps.Operator, "swapped")
+		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Failures), name, ps.Operator, "failed")
+		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Rollbacks), name, ps.Operator, "rolled_back")
+	}
+	m.batchLatency.Collect(ch)
+	m.checkpoint.Collect(ch)
+	m.udfCall.Collect(ch)
+}
