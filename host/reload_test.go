@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weir-stream/weir/host"
 )
 
@@ -301,4 +303,106 @@ func TestHotReloadOnFileChange(t *testing.T) {
 		}
 	}
 	r.checkCounts()
+}
+
+// TestHotReloadKafka swaps the plugin ten times while a Kafka pipeline
+// processes a stream in bursts: every record comes out once, the counts
+// carry over every swap, and each burst after a swap shows its version.
+func TestHotReloadKafka(t *testing.T) {
+	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
+	b, err := host.StartBroker(host.BrokerOptions{Topics: "in:3,out:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	plugin := filepath.Join(dir, "count.wasm")
+	if err := os.WriteFile(plugin, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writePipeline(t, `name: kafka-reload
+engine: {parallelism: 2}
+kafka: {brokers: [`+b.Addrs()[0]+`]}
+sources: [{name: in, type: kafka, topics: [in]}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "`+plugin+`"}
+sinks: [{name: out, type: kafka, topic: out, key_field: key}]
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := host.Load(ctx, path, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(ctx)
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumeTopics("out"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []string
+	const keys, perKey = 10, 10
+	for round := range 11 {
+		if round > 0 {
+			mod := v2
+			if round%2 == 0 {
+				mod = v1
+			}
+			if err := os.WriteFile(plugin, mod, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.ReloadPlugins(ctx, "count"); err != nil {
+				t.Fatalf("swap %d: %v", round, err)
+			}
+		}
+		var in strings.Builder
+		for i := range keys * perKey {
+			fmt.Fprintf(&in, "{\"k\":\"k%d\"}\n", i%keys)
+		}
+		if _, err := host.Produce(ctx, host.ProduceOptions{Client: host.KafkaClient{Brokers: b.Addrs()}, Topic: "in", KeyField: "k"},
+			strings.NewReader(in.String()), "test"); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(30 * time.Second); len(out) < (round+1)*keys*perKey; {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d results", round, len(out))
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+			pcancel()
+		}
+	}
+	next := map[string]int{}
+	for _, l := range out {
+		var v struct {
+			Key     string
+			Count   int
+			Version int
+		}
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		next[v.Key]++
+		if v.Count != next[v.Key] {
+			t.Fatalf("key %s: count %d, want %d", v.Key, v.Count, next[v.Key])
+		}
+		// Each key has perKey records per round: the count tells the round.
+		if round := (v.Count - 1) / perKey; (round%2 == 1) != (v.Version == 2) {
+			t.Fatalf("round %d's output %s is not its version's", round, l)
+		}
+	}
+	if len(out) != 11*keys*perKey {
+		t.Fatalf("%d results, want %d", len(out), 11*keys*perKey)
+	}
 }

@@ -275,19 +275,29 @@ type wasmOperator struct {
 
 func (o *wasmOperator) Name() string { return o.name }
 func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+	var swapped time.Time
 	if v := o.slot.cur.Load(); v != o.ver {
+		swapped = time.Now()
 		if err := o.swap(ctx, v); err != nil {
 			// The version cannot start here: keep the one running, and
 			// let its probation count it as failed.
 			o.slot.log.Error("plugin version could not start on this worker; the previous one goes on", "version", v.n, "error", err)
 			o.slot.observe(v, int64(len(in)), int64(len(in)))
+			swapped = time.Time{}
 		}
 	}
 	if o.ver.settled.Load() {
-		return o.w.Process(ctx, in, out)
+		err := o.w.Process(ctx, in, out)
+		if !swapped.IsZero() {
+			o.slot.p.metrics.swapped(time.Since(swapped))
+		}
+		return err
 	}
 	before := o.w.Stats().Trapped
 	err := o.w.Process(ctx, in, out)
+	if !swapped.IsZero() {
+		o.slot.p.metrics.swapped(time.Since(swapped))
+	}
 	o.slot.observe(o.ver, int64(len(in)), int64(o.w.Stats().Trapped-before))
 	return err
 }

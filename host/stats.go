@@ -3,7 +3,6 @@ package host
 import (
 	"math"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,7 +98,9 @@ type pipelineMetrics struct {
 	batchLatency prometheus.Histogram
 	checkpoint   prometheus.Histogram
 	udfCall      *prometheus.HistogramVec
-	registered   atomic.Bool
+	swapPause    prometheus.Histogram
+	// onSwap, when set (tests, benchmarks), also gets each swap's pause.
+	onSwap func(time.Duration)
 }
 
 func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
@@ -116,6 +117,11 @@ func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
 			Help:    "How long each checkpoint paused the sources: barrier, drain, commit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		swapPause: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "weir_plugin_swap_seconds", ConstLabels: labels,
+			Help:    "Per operator instance, from noticing a new plugin version to finishing its first batch with it.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
 		udfCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "weir_udf_call_seconds", ConstLabels: labels,
 			Help:    "Duration of each plugin batch call, per operator.",
@@ -130,6 +136,14 @@ func (m *pipelineMetrics) BatchCompleted(d time.Duration) { m.batchLatency.Obser
 // CheckpointTaken implements engine.Observer.
 func (m *pipelineMetrics) CheckpointTaken(_ uint64, d time.Duration) {
 	m.checkpoint.Observe(d.Seconds())
+}
+
+// swapped records the pause of one operator instance's plugin swap.
+func (m *pipelineMetrics) swapped(d time.Duration) {
+	m.swapPause.Observe(d.Seconds())
+	if m.onSwap != nil {
+		m.onSwap(d)
+	}
 }
 
 // observeCall returns the UDF call-time hook of an operator's plugin.
@@ -164,6 +178,7 @@ func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
 	m.batchLatency.Describe(ch)
 	m.checkpoint.Describe(ch)
 	m.udfCall.Describe(ch)
+	m.swapPause.Describe(ch)
 }
 
 // Collect implements prometheus.Collector: it reads the live stats.
@@ -198,4 +213,5 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.batchLatency.Collect(ch)
 	m.checkpoint.Collect(ch)
 	m.udfCall.Collect(ch)
+	m.swapPause.Collect(ch)
 }
