@@ -40,6 +40,7 @@ type AdminOptions struct {
 //	GET  /api/pipeline            each pipeline's topology and live stats, JSON
 //	GET  /api/plugins             each plugin operator's live version, JSON
 //	POST /api/plugins/reload      reload plugins (?pipeline=NAME&operator=NAME, both optional)
+//	POST /api/plugins/promote     promote an operator's shadow plugin (?pipeline=NAME&operator=NAME)
 //
 // It is safe for concurrent use. Register pipelines before running them;
 // Close it after they end.
@@ -89,6 +90,7 @@ func StartAdmin(opts AdminOptions) (*Admin, error) {
 	mux.Handle("GET /api/pipeline", a.auth(http.HandlerFunc(a.apiPipeline)))
 	mux.Handle("GET /api/plugins", a.auth(http.HandlerFunc(a.apiPlugins)))
 	mux.Handle("POST /api/plugins/reload", a.auth(http.HandlerFunc(a.apiReload)))
+	mux.Handle("POST /api/plugins/promote", a.auth(http.HandlerFunc(a.apiPromote)))
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.done)
@@ -265,4 +267,29 @@ func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"reloaded": true})
 	}
+}
+
+func (a *Admin) apiPromote(w http.ResponseWriter, r *http.Request) {
+	pipeline, operator := r.URL.Query().Get("pipeline"), r.URL.Query().Get("operator")
+	if operator == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "name the operator: ?operator=NAME"})
+		return
+	}
+	var errs []string
+	for _, p := range a.pipelines() {
+		if pipeline != "" && p.cfg.Name != pipeline {
+			continue
+		}
+		err := p.Promote(r.Context(), operator)
+		if err == nil {
+			writeJSON(w, http.StatusOK, map[string]any{"promoted": true, "pipeline": p.cfg.Name})
+			return
+		}
+		if !errors.Is(err, ErrNoSuchPlugin) {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": p.cfg.Name + ": " + err.Error()})
+			return
+		}
+		errs = append(errs, p.cfg.Name+": "+err.Error())
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such operator: " + strings.Join(errs, "; ")})
 }

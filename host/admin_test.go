@@ -164,6 +164,11 @@ func TestAdminDuringRun(t *testing.T) {
 		t.Fatalf("reload of a missing operator: %v %v", err, resp)
 	}
 	resp.Body.Close()
+	resp, err = http.Post(base+"/api/plugins/promote?operator=count", "", nil)
+	if err != nil || resp.StatusCode != 422 {
+		t.Fatalf("promote without a shadow: %v %v", err, resp)
+	}
+	resp.Body.Close()
 	r.in.Close()
 	pollUntil(t, 10*time.Second, "the end of the run", func() bool { return r.p.Stats().State == host.StateFinished })
 	if code, _ := httpGet(t, base+"/readyz", ""); code != 503 {

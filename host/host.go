@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/config"
@@ -135,6 +136,12 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 		}
 		if op.Type.IsPlugin() {
 			p.slots[i] = newPluginSlot(p, op, plug, hash)
+			if op.Shadow != "" {
+				if err := p.slots[i].startShadow(ctx, op.Shadow); err != nil {
+					p.Close(ctx)
+					return nil, &loadError{kind: ErrPlugin, err: err, pos: op.At("shadow").String(), path: op.FieldPath("shadow")}
+				}
+			}
 		} else {
 			p.plugins[i] = plug
 		}
@@ -145,7 +152,13 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 // loadPlugin builds (Go source), compiles, checks and initialises op's
 // plugin, and returns it with the SHA-256 of its module.
 func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.Plugin, string, error) {
-	bin, src, err := pluginbuild.Load(ctx, op.Plugin, pluginbuild.Options{CacheDir: p.opts.CacheDir})
+	return p.loadPluginWith(ctx, op, op.Plugin, p.opts.Store, p.metrics.observeCall(op.Name))
+}
+
+// loadPluginWith is loadPlugin for the module at path, keeping state in
+// store and timing its calls with observe (nil: not timed).
+func (p *Pipeline) loadPluginWith(ctx context.Context, op *config.Operator, path string, store state.Store, observe func(time.Duration)) (*wasm.Plugin, string, error) {
+	bin, src, err := pluginbuild.Load(ctx, path, pluginbuild.Options{CacheDir: p.opts.CacheDir})
 	if err != nil {
 		return nil, "", err
 	}
@@ -154,16 +167,16 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 	}
 	plug, err := p.runtime.Load(ctx, wasm.PluginConfig{
 		Operator:          op.Name,
-		Path:              op.Plugin,
+		Path:              path,
 		Wasm:              bin,
 		Op:                pluginOp(op.Type),
 		InitConfig:        op.ConfigJSON,
 		MemoryLimitPages:  uint32(op.MemoryLimitPages),
 		Timeout:           op.Timeout,
-		Store:             p.opts.Store,
+		Store:             store,
 		StateTTL:          op.StateTTL,
 		StateTTLEventTime: op.StateTTLEventTime,
-		ObserveCall:       p.metrics.observeCall(op.Name),
+		ObserveCall:       observe,
 		Logger:            p.opts.Logger,
 	})
 	if err != nil {

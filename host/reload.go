@@ -38,15 +38,18 @@ const (
 // pluginSlot is one plugin operator's live version. Its methods are safe
 // for concurrent use; reloads and rollbacks are serialised.
 type pluginSlot struct {
-	p     *Pipeline
-	op    *config.Operator
-	log   *slog.Logger
-	cur   atomic.Pointer[pluginVersion]
-	mu    sync.Mutex      // serialises reloads and rollbacks; guards below
-	good  *pluginVersion  // the version a rollback returns to
-	next  int             // the next version number
-	state PluginStatus    // what the API reports
-	stats *reloadCounters // totals for metrics
+	p   *Pipeline
+	op  *config.Operator
+	log *slog.Logger
+	cur atomic.Pointer[pluginVersion]
+	// shadow is the candidate running beside the live version (shadow.go),
+	// or nil.
+	shadow atomic.Pointer[shadowRun]
+	mu     sync.Mutex      // serialises reloads, rollbacks and promotions; guards below
+	good   *pluginVersion  // the version a rollback returns to
+	next   int             // the next version number
+	state  PluginStatus    // what the API reports
+	stats  *reloadCounters // totals for metrics
 }
 
 // pluginVersion is one loaded version of a plugin.
@@ -80,6 +83,8 @@ type PluginStatus struct {
 	Failures  int64     `json:"failures"`
 	Rollbacks int64     `json:"rollbacks"`
 	LastError string    `json:"last_error,omitempty"`
+	// Shadow is the candidate running beside the live version, if any.
+	Shadow *ShadowStatus `json:"shadow,omitempty"`
 }
 
 func newPluginSlot(p *Pipeline, op *config.Operator, plug *wasm.Plugin, hash string) *pluginSlot {
@@ -101,7 +106,7 @@ func (s *pluginSlot) instances() int { return max(s.p.cfg.Engine.Parallelism, 1)
 func (s *pluginSlot) reload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	plug, hash, err := s.p.loadPlugin(ctx, s.op)
+	plug, hash, err := s.p.loadPluginWith(ctx, s.op, s.state.Path, s.p.opts.Store, s.p.metrics.observeCall(s.op.Name))
 	if err != nil {
 		s.stats.failures.Add(1)
 		s.state.LastError = err.Error()
@@ -212,6 +217,9 @@ func (s *pluginSlot) status() PluginStatus {
 	defer s.mu.Unlock()
 	st := s.state
 	st.Reloads, st.Failures, st.Rollbacks = s.stats.reloads.Load(), s.stats.failures.Load(), s.stats.rollbacks.Load()
+	if sr := s.shadow.Load(); sr != nil {
+		st.Shadow = sr.status()
+	}
 	return st
 }
 
@@ -235,6 +243,9 @@ func (s *pluginSlot) close(ctx context.Context) {
 	v.plug.Close(ctx)
 	if s.good != nil && s.good.plug != v.plug {
 		s.good.plug.Close(ctx)
+	}
+	if sr := s.shadow.Load(); sr != nil {
+		sr.plug.Close(ctx)
 	}
 }
 

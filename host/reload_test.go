@@ -74,17 +74,31 @@ func startReloadRig(t *testing.T, first []byte, watch bool) *reloadRig {
 // pipeline before it runs.
 func startReloadRigWith(t *testing.T, first []byte, watch bool, before func(*host.Pipeline)) *reloadRig {
 	t.Helper()
+	return startRig(t, first, nil, watch, before)
+}
+
+// startRig is startReloadRigWith with an optional shadow module.
+func startRig(t *testing.T, first, shadow []byte, watch bool, before func(*host.Pipeline)) *reloadRig {
+	t.Helper()
 	dir := t.TempDir()
 	r := &reloadRig{t: t, out: &syncBuffer{}, done: make(chan error, 1), plugin: filepath.Join(dir, "count.wasm")}
 	if err := os.WriteFile(r.plugin, first, 0o644); err != nil {
 		t.Fatal(err)
+	}
+	shadowField := ""
+	if shadow != nil {
+		sp := filepath.Join(dir, "candidate.wasm")
+		if err := os.WriteFile(sp, shadow, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		shadowField = `, shadow: "` + sp + `"`
 	}
 	path := writePipeline(t, `name: reload
 engine: {parallelism: 2, batch_size: 8}
 sources: [{name: in, type: stdin}]
 operators:
   - {name: by-k, type: key_by, field: k}
-  - {name: count, type: map, plugin: "`+r.plugin+`"}
+  - {name: count, type: map, plugin: "`+r.plugin+`"`+shadowField+`}
 sinks: [{name: out, type: stdout}]
 dead_letter: {type: file, path: `+filepath.Join(dir, "dead.jsonl")+`}
 `)
@@ -404,5 +418,52 @@ sinks: [{name: out, type: kafka, topic: out, key_field: key}]
 	}
 	if len(out) != 11*keys*perKey {
 		t.Fatalf("%d results, want %d", len(out), 11*keys*perKey)
+	}
+}
+
+// TestShadowCompareAndPromote runs the next version of the counter in
+// shadow: its outputs are compared (all differ, by the version field) and
+// dropped, its state writes never reach the live state, and promoting it
+// makes it live, counting on from the live state.
+func TestShadowCompareAndPromote(t *testing.T) {
+	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
+	r := startRig(t, v1, v2, false, nil)
+	for _, l := range r.feed(20) {
+		if strings.Contains(l, "version") {
+			t.Fatalf("a shadow output reached the sink: %s", l)
+		}
+	}
+	sh := r.p.Plugins()[0].Shadow
+	if sh == nil || sh.Records != 20 || sh.Diverged != 20 || len(sh.Samples) == 0 {
+		t.Fatalf("shadow status %+v, want 20 records, 20 divergences, samples", sh)
+	}
+	s := sh.Samples[0]
+	if !strings.Contains(s.Candidate, `"version":2`) || strings.Contains(s.Live, "version") || !strings.Contains(s.Input, `"k":"k`) {
+		t.Fatalf("sample %+v", s)
+	}
+	if err := r.p.Promote(context.Background(), "count"); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range r.feed(10) {
+		if !strings.Contains(l, `"version":2`) {
+			t.Fatalf("after the promotion, %s is not the candidate's", l)
+		}
+	}
+	r.checkCounts() // the live counts went on: the shadow's writes were its own
+	if st := r.p.Plugins()[0]; st.Shadow != nil || st.Version != 2 {
+		t.Fatalf("status after the promotion %+v", st)
+	}
+	if err := r.p.Promote(context.Background(), "count"); err == nil {
+		t.Fatal("promoting with no shadow succeeded")
+	}
+}
+
+// A shadow identical to the live plugin never diverges.
+func TestShadowSameVersion(t *testing.T) {
+	v1 := buildModule(t, "plugins/conformance/go/counter")
+	r := startRig(t, v1, v1, false, nil)
+	r.feed(40)
+	if sh := r.p.Plugins()[0].Shadow; sh == nil || sh.Records != 40 || sh.Diverged != 0 {
+		t.Fatalf("shadow status %+v, want 40 records and no divergence", sh)
 	}
 }

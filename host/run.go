@@ -271,6 +271,7 @@ type wasmOperator struct {
 	slot *pluginSlot
 	ver  *pluginVersion // the version w runs
 	w    *wasm.Worker
+	sh   shadowOperator // this instance's side of a shadow run
 }
 
 func (o *wasmOperator) Name() string { return o.name }
@@ -286,19 +287,22 @@ func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *was
 			swapped = time.Time{}
 		}
 	}
-	if o.ver.settled.Load() {
-		err := o.w.Process(ctx, in, out)
-		if !swapped.IsZero() {
-			o.slot.p.metrics.swapped(time.Since(swapped))
-		}
-		return err
+	shadowed := (o.sh.w != nil || o.slot.shadow.Load() != nil) && o.runShadow(ctx, in)
+	start, deadStart := len(out.Records), len(out.Dead)
+	var before uint64
+	if !o.ver.settled.Load() {
+		before = o.w.Stats().Trapped
 	}
-	before := o.w.Stats().Trapped
 	err := o.w.Process(ctx, in, out)
 	if !swapped.IsZero() {
 		o.slot.p.metrics.swapped(time.Since(swapped))
 	}
-	o.slot.observe(o.ver, int64(len(in)), int64(o.w.Stats().Trapped-before))
+	if !o.ver.settled.Load() {
+		o.slot.observe(o.ver, int64(len(in)), int64(o.w.Stats().Trapped-before))
+	}
+	if err == nil && shadowed {
+		o.compareShadow(in, out, start, deadStart)
+	}
 	return err
 }
 
@@ -322,7 +326,12 @@ func (o *wasmOperator) swap(ctx context.Context, v *pluginVersion) error {
 	return nil
 }
 
-func (o *wasmOperator) Close(ctx context.Context) error { return o.w.Close(ctx) }
+func (o *wasmOperator) Close(ctx context.Context) error {
+	if o.sh.w != nil {
+		o.sh.w.Close(ctx)
+	}
+	return o.w.Close(ctx)
+}
 
 // ttlOperator is a plugin operator whose state expires (state_ttl): it
 // sweeps the expired state of the keys its worker owns, at most every

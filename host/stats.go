@@ -166,13 +166,15 @@ var (
 	descCheckpoints = prometheus.NewDesc("weir_checkpoints_total", "Checkpoints taken in this run.", []string{"pipeline"}, nil)
 	descPlugin      = prometheus.NewDesc("weir_plugin_info", "The live version of each plugin operator (always 1).",
 		[]string{"pipeline", "operator", "version", "sha256"}, nil)
-	descReloads = prometheus.NewDesc("weir_plugin_reloads_total", "Plugin reloads, by outcome: swapped, failed (the old version went on) or rolled_back.",
+	descShadowRecords  = prometheus.NewDesc("weir_shadow_records_total", "Records a shadow plugin was given.", []string{"pipeline", "operator"}, nil)
+	descShadowDiverged = prometheus.NewDesc("weir_shadow_diverged_total", "Outputs where a shadow plugin and the live one differed.", []string{"pipeline", "operator"}, nil)
+	descReloads        = prometheus.NewDesc("weir_plugin_reloads_total", "Plugin reloads, by outcome: swapped, failed (the old version went on) or rolled_back.",
 		[]string{"pipeline", "operator", "outcome"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descWatermark, descLag, descCheckpoints, descPlugin, descReloads} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descWatermark, descLag, descCheckpoints, descPlugin, descReloads, descShadowRecords, descShadowDiverged} {
 		ch <- d
 	}
 	m.batchLatency.Describe(ch)
@@ -209,6 +211,10 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Reloads), name, ps.Operator, "swapped")
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Failures), name, ps.Operator, "failed")
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Rollbacks), name, ps.Operator, "rolled_back")
+		if sh := ps.Shadow; sh != nil {
+			ch <- prometheus.MustNewConstMetric(descShadowRecords, prometheus.CounterValue, float64(sh.Records), name, ps.Operator)
+			ch <- prometheus.MustNewConstMetric(descShadowDiverged, prometheus.CounterValue, float64(sh.Diverged), name, ps.Operator)
+		}
 	}
 	m.batchLatency.Collect(ch)
 	m.checkpoint.Collect(ch)

@@ -111,16 +111,37 @@ func isTerminal(w io.Writer) bool {
 
 // newPluginReloadCmd asks a running weir's admin server to reload plugins.
 func newPluginReloadCmd() *cobra.Command {
-	var addr, pipeline, token string
-	cmd := &cobra.Command{
-		Use:   "reload --admin ADDR [--pipeline NAME] [OPERATOR]",
-		Short: "Reload the plugins of a running weir (through its admin server)",
-		Long: `Ask the weir run serving --admin ADDR to reload the plugin of OPERATOR, or
+	return newAdminCallCmd("reload", "reloaded", false,
+		"reload --admin ADDR [--pipeline NAME] [OPERATOR]",
+		"Reload the plugins of a running weir (through its admin server)",
+		`Ask the weir run serving --admin ADDR to reload the plugin of OPERATOR, or
 every plugin, of one pipeline or all. Each is built, compiled, checked and
 initialised, and swapped in between batches if it changed; one that fails to
 load leaves its running version in place, and the command exits 1 with the
-reason.`,
-		Args: cobra.MaximumNArgs(1),
+reason.`)
+}
+
+// newPluginPromoteCmd asks a running weir to promote a shadow plugin.
+func newPluginPromoteCmd() *cobra.Command {
+	return newAdminCallCmd("promote", "promoted", true,
+		"promote --admin ADDR [--pipeline NAME] OPERATOR",
+		"Make an operator's shadow plugin its live version (through the admin server)",
+		`Ask the weir run serving --admin ADDR to promote the shadow plugin of
+OPERATOR (its "shadow:" candidate, whose outputs /api/plugins compares with
+the live version's): it is loaded with the operator's state and swapped in
+between batches, and the shadow run ends.`)
+}
+
+// newAdminCallCmd makes a command that POSTs to /api/plugins/<action> of a
+// running weir's admin server.
+func newAdminCallCmd(action, done string, needOperator bool, use, short, long string) *cobra.Command {
+	var addr, pipeline, token string
+	args := cobra.MaximumNArgs(1)
+	if needOperator {
+		args = exactArgs(1, "the operator")
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Long: long, Args: args,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if addr == "" {
 				return usageErrorf("--admin is required")
@@ -135,15 +156,16 @@ reason.`,
 			if len(args) == 1 {
 				q.Set("operator", args[0])
 			}
-			if !strings.Contains(addr, "://") {
-				if strings.HasPrefix(addr, ":") {
-					addr = "127.0.0.1" + addr
+			base := addr
+			if !strings.Contains(base, "://") {
+				if strings.HasPrefix(base, ":") {
+					base = "127.0.0.1" + base
 				}
-				addr = "http://" + addr
+				base = "http://" + base
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/api/plugins/reload?"+q.Encode(), nil)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/plugins/"+action+"?"+q.Encode(), nil)
 			if err != nil {
 				return err
 			}
@@ -163,9 +185,9 @@ reason.`,
 				if body.Error == "" {
 					body.Error = resp.Status
 				}
-				return fmt.Errorf("reload: %s", body.Error)
+				return fmt.Errorf("%s: %s", action, body.Error)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "reloaded")
+			fmt.Fprintln(cmd.OutOrStdout(), done)
 			return nil
 		},
 	}

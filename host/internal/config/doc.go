@@ -82,6 +82,7 @@
 //	    batch_size: 256     # optional, 1..65536, default engine.batch_size
 //	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)
 //	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
+//	    shadow: plugins/next  # optional: a candidate run beside plugin on the same input, outputs compared, until promoted
 //	    state_ttl: 24h      # optional: the plugin's state values expire this long after their last write
 //	    state_ttl_time: processing  # processing (default: the wall clock) | event (record times and the watermark)
 //	  - name: charge

@@ -37,7 +37,7 @@ var (
 		OperatorWindow:  windowFields,
 		OperatorRolling: rollingFields,
 	}
-	pluginFields = []string{"name", "type", "plugin", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
+	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
 	sinkFields   = map[SinkType][]string{
 		SinkStdout:  {"name", "type", "format"},
 		SinkFile:    {"name", "type", "format", "path"},
@@ -422,7 +422,11 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 			o.missing("plugin")
 		} else if st == good {
 			op.Plugin = d.abs(p)
-			op.PluginKind = d.checkPlugin(o, p, op.Plugin)
+			op.PluginKind = d.checkPlugin(o, "plugin", p, op.Plugin)
+		}
+		if p, st := o.nonEmpty("shadow"); st == good {
+			op.Shadow = d.abs(p)
+			d.checkPlugin(o, "shadow", p, op.Shadow)
 		}
 		op.ConfigJSON = []byte("{}")
 		if v := o.get("config", kNode); v != nil && !isNull(v) {
@@ -578,23 +582,23 @@ func (d *decoder) checkInputFile(o *object, field, p, abs string) {
 
 // checkPlugin reports a plugin path that is neither a .wasm file nor a
 // directory holding Go source, and returns which of the two it is.
-func (d *decoder) checkPlugin(o *object, p, abs string) PluginKind {
+func (d *decoder) checkPlugin(o *object, field, p, abs string) PluginKind {
 	fi, err := os.Stat(abs)
-	v := o.get("plugin", kString)
+	v := o.get(field, kString)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		o.fail("plugin", v, "plugin %q does not exist (resolved to %s)", p, abs)
+		o.fail(field, v, "plugin %q does not exist (resolved to %s)", p, abs)
 	case err != nil:
-		o.fail("plugin", v, "%v", err)
+		o.fail(field, v, "%v", err)
 	case fi.IsDir():
 		matches, _ := filepath.Glob(filepath.Join(abs, "*.go"))
 		if len(matches) == 0 {
-			o.fail("plugin", v, "plugin directory %q holds no .go files", p)
+			o.fail(field, v, "plugin directory %q holds no .go files", p)
 			return ""
 		}
 		return PluginSource
 	case !fi.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(abs), ".wasm"):
-		o.fail("plugin", v, "plugin %q must be a .wasm file or a directory of Go source", p)
+		o.fail(field, v, "plugin %q must be a .wasm file or a directory of Go source", p)
 	default:
 		return PluginWasm
 	}

@@ -373,6 +373,10 @@ type Operator struct {
 	// map, flat_map, filter
 	Plugin     string     // absolute path of the plugin (.wasm file or Go source directory)
 	PluginKind PluginKind // what Plugin points at
+	// Shadow is the absolute path of a candidate plugin that runs beside
+	// Plugin on the same input, its outputs compared and dropped, until it
+	// is promoted; "" for none.
+	Shadow string
 	// ConfigJSON is the plugin config as compact JSON with mapping keys in
 	// YAML document order. It is {} when config is absent or null.
 	ConfigJSON       []byte

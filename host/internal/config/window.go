@@ -159,7 +159,7 @@ func (d *decoder) window(o *object, op *Operator) {
 	// output value.
 	if p, pst := o.nonEmpty("plugin"); pst == good {
 		op.Plugin = d.abs(p)
-		op.PluginKind = d.checkPlugin(o, p, op.Plugin)
+		op.PluginKind = d.checkPlugin(o, "plugin", p, op.Plugin)
 		op.ConfigJSON = []byte("{}")
 		if v := o.get("config", kNode); v != nil && !isNull(v) {
 			op.ConfigJSON = d.toJSON(nil, v, o.path("config"), joinEnv(o.env, "config"))
