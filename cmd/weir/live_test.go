@@ -1,0 +1,31 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/weir-stream/weir/host"
+)
+
+func TestStatusText(t *testing.T) {
+	wm := int64(1_700_000_000_000) // 22:13:20 UTC
+	prev := host.Stats{Stages: []host.StageCounts{{Stage: "source", Out: 1000}, {Stage: "sink", Out: 900}}}
+	cur := host.Stats{
+		Stages:      []host.StageCounts{{Stage: "source", Out: 3500}, {Stage: "operator", In: 3500, Out: 3400, Dead: 2}, {Stage: "sink", Out: 3400}},
+		DeadLetter:  2,
+		ConsumerLag: 42,
+		Watermark:   &wm,
+	}
+	got := statusText("p", cur, prev, 1)
+	for _, want := range []string{"p: in 2.5k/s out 2.5k/s", "lag 42", "wm 22:13:20", "errors 2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status %q lacks %q", got, want)
+		}
+	}
+	if got := statusText("q", host.Stats{}, host.Stats{}, 1); got != "q: in 0/s out 0/s" {
+		t.Errorf("idle status %q", got)
+	}
+	if isTerminal(&strings.Builder{}) {
+		t.Error("a strings.Builder is not a terminal")
+	}
+}
