@@ -1,6 +1,8 @@
 // Package pluginbuild turns a plugin reference from a pipeline into Wasm
-// bytes: a .wasm file is read as it is, and a directory of Go SDK source is
-// compiled with the local Go toolchain for GOOS=wasip1, -buildmode=c-shared.
+// bytes: a .wasm file is read as it is, and a directory of plugin source is
+// built in the language Detect finds there. Go SDK source is compiled with
+// the local Go toolchain for GOOS=wasip1, -buildmode=c-shared; each other
+// language registers its builder in its own file.
 //
 // Built modules are cached on disk by a content hash of everything the build
 // reads: the source files of every non-standard-library package the plugin

@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -25,7 +27,8 @@ type Options struct {
 // Source says where a module's bytes came from.
 type Source struct {
 	Path   string // the .wasm file read, or the built module in the cache
-	Built  bool   // true when Path was built from Go source
+	Built  bool   // true when Path was built from source
+	Lang   Lang   // the source's language, when Built
 	Cached bool   // true when a build was skipped because the cache had it
 	Hash   string // hex SHA-256 of the module bytes
 }
@@ -44,7 +47,7 @@ func DefaultCacheDir() string {
 }
 
 // Load returns the Wasm bytes for path: the file itself when path is a file,
-// or the module built from the Go source when path is a directory.
+// or the module built from the plugin source when path is a directory.
 func Load(ctx context.Context, path string, opts Options) ([]byte, Source, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -66,18 +69,20 @@ func Load(ctx context.Context, path string, opts Options) ([]byte, Source, error
 	return b, src, nil
 }
 
-// Build compiles the Go SDK plugin in dir, or finds it in the cache, and
-// returns where the module is. Compiler output is part of the error.
+// Build compiles the plugin source in dir, in whatever language Detect
+// finds there, or finds it in the cache, and returns where the module is.
+// Compiler output is part of the error.
 func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return Source{}, err
 	}
-	goBin, err := exec.LookPath("go")
+	lang, err := Detect(dir)
 	if err != nil {
-		return Source{}, fmt.Errorf("plugin %s is Go source, and building it needs the Go toolchain on PATH: %w", dir, err)
+		return Source{}, err
 	}
-	hash, err := sourceHash(ctx, goBin, dir)
+	b := builders[lang]
+	hash, err := b.hash(ctx, dir)
 	if err != nil {
 		return Source{}, err
 	}
@@ -86,9 +91,9 @@ func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 		cacheDir = DefaultCacheDir()
 	}
 	cacheDir = filepath.Join(cacheDir, "plugins")
-	out := filepath.Join(cacheDir, filepath.Base(dir)+"-"+hash[:24]+".wasm")
+	out := filepath.Join(cacheDir, filepath.Base(dir)+"-"+string(lang)+"-"+hash[:24]+".wasm")
 	if _, err := os.Stat(out); err == nil {
-		return Source{Path: out, Built: true, Cached: true}, nil
+		return Source{Path: out, Built: true, Cached: true, Lang: lang}, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return Source{}, fmt.Errorf("plugin %s: cache directory: %w", dir, err)
@@ -99,13 +104,151 @@ func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	if _, err := goCmd(ctx, goBin, dir, "build", "-buildmode=c-shared", "-trimpath", "-o", tmp.Name(), "."); err != nil {
-		return Source{}, fmt.Errorf("plugin %s: go build failed:\n%w", dir, err)
+	if err := b.build(ctx, dir, tmp.Name()); err != nil {
+		return Source{}, fmt.Errorf("plugin %s: %s build failed:\n%w", dir, lang, err)
 	}
 	if err := os.Rename(tmp.Name(), out); err != nil {
 		return Source{}, fmt.Errorf("plugin %s: %w", dir, err)
 	}
-	return Source{Path: out, Built: true}, nil
+	return Source{Path: out, Built: true, Lang: lang}, nil
+}
+
+// Lang is a plugin source language.
+type Lang string
+
+// The languages Build knows, and how Detect tells them: a Cargo.toml is
+// Rust; an asconfig.json, or a package.json depending on assemblyscript,
+// is AssemblyScript; Go files are Go; C files (and no Go files) are C.
+const (
+	LangGo             Lang = "go"
+	LangRust           Lang = "rust"
+	LangC              Lang = "c"
+	LangAssemblyScript Lang = "assemblyscript"
+)
+
+// builder builds one language: hash says what a build reads (as a hex
+// SHA-256, for the cache key), build writes the module to out.
+type builder struct {
+	hash  func(ctx context.Context, dir string) (string, error)
+	build func(ctx context.Context, dir, out string) error
+}
+
+// builders holds the languages Build supports; each language's file
+// registers itself.
+var builders = map[Lang]builder{}
+
+func register(l Lang, b builder) { builders[l] = b }
+
+func init() {
+	register(LangGo, builder{hash: goHash, build: goBuild})
+}
+
+// Detect tells the language of the plugin source in dir.
+func Detect(dir string) (Lang, error) {
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+	glob := func(pattern string) bool {
+		m, _ := filepath.Glob(filepath.Join(dir, pattern))
+		return len(m) > 0
+	}
+	var lang Lang
+	switch {
+	case has("Cargo.toml"):
+		lang = LangRust
+	case has("asconfig.json") || packageUses(filepath.Join(dir, "package.json"), "assemblyscript"):
+		lang = LangAssemblyScript
+	case glob("*.go"):
+		lang = LangGo
+	case glob("*.c"):
+		lang = LangC
+	default:
+		return "", fmt.Errorf("plugin %s: no plugin source found (want Go files, C files, a Cargo.toml, or an AssemblyScript package)", dir)
+	}
+	if _, ok := builders[lang]; !ok {
+		return "", fmt.Errorf("plugin %s: %s plugins cannot be built by this weir", dir, lang)
+	}
+	return lang, nil
+}
+
+// packageUses reports whether the package.json at path depends on dep.
+func packageUses(path, dep string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var pkg struct {
+		Deps    map[string]string `json:"dependencies"`
+		DevDeps map[string]string `json:"devDependencies"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return false
+	}
+	_, a := pkg.Deps[dep]
+	_, b2 := pkg.DevDeps[dep]
+	return a || b2
+}
+
+// goBuild builds a Go SDK plugin.
+func goBuild(ctx context.Context, dir, out string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return fmt.Errorf("building Go source needs the Go toolchain on PATH: %w", err)
+	}
+	_, err = goCmd(ctx, goBin, dir, "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
+	return err
+}
+
+// goHash hashes everything a Go plugin's build reads.
+func goHash(ctx context.Context, dir string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("plugin %s is Go source, and building it needs the Go toolchain on PATH: %w", dir, err)
+	}
+	return sourceHash(ctx, goBin, dir)
+}
+
+// HashFiles hashes the contents and names of every regular file under the
+// given roots (files or directories), skipping directories named in skip,
+// with extra strings (tool versions) first. It serves builders whose
+// inputs are a source tree.
+func HashFiles(extra []string, skip []string, roots ...string) (string, error) {
+	h := sha256.New()
+	for _, e := range extra {
+		fmt.Fprintf(h, "%s\x00", e)
+	}
+	var files []string
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if path != root && slices.Contains(skip, d.Name()) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.Type().IsRegular() {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00", f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // sourceHash hashes everything the build of dir reads.

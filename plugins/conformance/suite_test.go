@@ -1,0 +1,266 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/weir-stream/weir/host"
+)
+
+// The cross-language conformance suite: every SDK's folder here (go/,
+// rust/, c/, assemblyscript/) holds the same seven plugins, and each must
+// give, for the same inputs, exactly the outputs and error routing that
+// README.md specifies. wat/ holds hand-written modules, written from
+// abi/ABI.md alone, for the subset they implement.
+
+// input is one record: a key (nil for none) and a raw value.
+type input struct {
+	key   *string
+	value string
+}
+
+func v(s string) input          { return input{value: s} }
+func kv(k, s string) input      { return input{key: &k, value: s} }
+func want(s ...string) []string { return s }
+
+// A want entry is an emitted value, "error: <msg>" for a rejection with
+// exactly that message, "error:" for one with any message, or "trap" for a
+// record the plugin failed on.
+type conformanceCase struct {
+	in   input
+	want []string
+}
+
+type conformanceTest struct {
+	name, plugin, op, config string
+	cases                    []conformanceCase
+	// result, for aggregates: the result of merging the accumulators of
+	// the inputs' two halves.
+	result string
+}
+
+var conformanceTests = []conformanceTest{
+	{name: "uppercase", plugin: "uppercase", op: "map", cases: []conformanceCase{
+		{v(`{"name":"ada","n":1}`), want(`{"name":"ADA","n":1}`)},
+		{v(`{ "id" : 7 , "name" : "Grace Hopper" }`), want(`{ "id" : 7 , "name" : "GRACE HOPPER" }`)},
+		{v(`{"name":"caf\u00e9 \"x\""}`), want(`{"name":"CAFé \"X\""}`)},
+		{v(`{"name":"a","name":"b"}`), want(`{"name":"a","name":"B"}`)},
+		{v(`{"name":"tab\there"}`), want(`{"name":"TAB\tHERE"}`)},
+		{v(`{"n":1}`), want("error: missing field name")},
+		{v(`[1,2]`), want("error: missing field name")},
+		{v(`{"name":5}`), want("error: field name is not a string")},
+		{v(`not json`), want("error:")},
+	}},
+	{name: "uppercase configured", plugin: "uppercase", op: "map", config: `{"field":"city"}`, cases: []conformanceCase{
+		{v(`{"name":"ada","city":"london"}`), want(`{"name":"ada","city":"LONDON"}`)},
+		{v(`{"name":"ada"}`), want("error: missing field city")},
+	}},
+	{name: "words", plugin: "words", op: "flat_map", cases: []conformanceCase{
+		{v("the quick  brown\tfox\n"), want("the", "quick", "brown", "fox")},
+		{v("one"), want("one")},
+		{v(" \r\n\v\f "), nil},
+		{v(""), nil},
+		{v("non\u00a0breaking"), want("non\u00a0breaking")},
+	}},
+	{name: "keep_even", plugin: "keep_even", op: "filter", cases: []conformanceCase{
+		{v(`{"n":4}`), want(`{"n":4}`)},
+		{v(`{"n":-2,"x":1}`), want(`{"n":-2,"x":1}`)},
+		{v(`{"n":0}`), want(`{"n":0}`)},
+		{v(`{"n":3}`), nil},
+		{v(`{"n":4.0}`), want("error: field n is not an integer")},
+		{v(`{"n":"4"}`), want("error: field n is not an integer")},
+		{v(`{"n":99999999999999999999}`), want("error: field n is not an integer")},
+		{v(`{"m":4}`), want("error: missing field n")},
+		{v(`{"n":`), want("error:")},
+	}},
+	{name: "counter", plugin: "counter", op: "map", cases: []conformanceCase{
+		{kv("a", "x"), want(`{"key":"a","count":1}`)},
+		{kv("b", "x"), want(`{"key":"b","count":1}`)},
+		{kv("a", "y"), want(`{"key":"a","count":2}`)},
+		{kv("a", "z"), want(`{"key":"a","count":3}`)},
+		{kv(`q"`, "z"), want(`{"key":"q\"","count":1}`)},
+		{v("no key"), want(`{"key":null,"count":1}`)},
+	}},
+	{name: "fail_on", plugin: "fail_on", op: "map", cases: []conformanceCase{
+		{v("good"), want("good")},
+		{v("bad"), want("error: bad input: bad")},
+		{v("bad "), want("bad ")},
+	}},
+	{name: "fail_on configured", plugin: "fail_on", op: "map", config: `{"bad":"oops"}`, cases: []conformanceCase{
+		{v("bad"), want("bad")},
+		{v("oops"), want("error: bad input: oops")},
+	}},
+	{name: "trap_on", plugin: "trap_on", op: "map", cases: []conformanceCase{
+		{v("fine"), want("fine")},
+		{v("trap"), want("trap")},
+		{v("trap "), want("trap ")},
+		{v("after"), want("after")},
+	}},
+	{name: "trap_on configured", plugin: "trap_on", op: "map", config: `{"trap":"boom"}`, cases: []conformanceCase{
+		{v("trap"), want("trap")},
+		{v("boom"), want("trap")},
+	}},
+	{name: "average", plugin: "average", op: "aggregate", result: `{"avg":1.75,"count":2}`, cases: []conformanceCase{
+		{v(`{"n":1}`), nil},
+		{v(`{"x":1}`), want("error: missing field n")},
+		{v(`{"n":"1"}`), want("error: field n is not a number")},
+		{v(`{"n":2.5}`), nil},
+		{v(`{"n":1e400}`), want("error: field n is out of range")},
+		{v(`not json`), want("error:")},
+	}},
+	{name: "average of nothing", plugin: "average", op: "aggregate", result: `{"avg":null,"count":0}`},
+}
+
+// trap_on's trapping value, per test, which the table writes as "trap".
+func isTrapCase(tc conformanceTest, c conformanceCase) bool {
+	trap := "trap"
+	if strings.Contains(tc.config, "boom") {
+		trap = "boom"
+	}
+	return tc.plugin == "trap_on" && c.in.value == trap
+}
+
+// plugins lists the conformance plugins of language dir: source folders,
+// or, for wat/, .wasm modules by name.
+func plugins(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		switch {
+		case e.IsDir() && e.Name() != "internal" && e.Name() != "node_modules" && e.Name() != "target":
+			out[e.Name()] = filepath.Join(dir, e.Name())
+		case strings.HasSuffix(e.Name(), ".wasm"):
+			out[strings.TrimSuffix(e.Name(), ".wasm")] = filepath.Join(dir, e.Name())
+		}
+	}
+	return out
+}
+
+// languages lists the SDK folders: every folder here but wat/.
+func languages(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var langs []string
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != "wat" {
+			langs = append(langs, e.Name())
+		}
+	}
+	return langs
+}
+
+// TestConformance runs every SDK's plugins through the table. Every SDK
+// must have every plugin.
+func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every SDK's plugins")
+	}
+	names := map[string]bool{}
+	for _, tc := range conformanceTests {
+		names[tc.plugin] = true
+	}
+	for _, lang := range languages(t) {
+		t.Run(lang, func(t *testing.T) {
+			have := plugins(t, lang)
+			for name := range names {
+				if _, ok := have[name]; !ok {
+					t.Errorf("the %s SDK has no %s conformance plugin", lang, name)
+				}
+			}
+			for _, tc := range conformanceTests {
+				t.Run(tc.name, func(t *testing.T) {
+					if path, ok := have[tc.plugin]; ok {
+						runConformance(t, path, tc)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestConformanceWAT runs the hand-written modules through the cases of
+// the plugins they implement.
+func TestConformanceWAT(t *testing.T) {
+	have := plugins(t, "wat")
+	if len(have) == 0 {
+		t.Fatal("no hand-written modules in wat/")
+	}
+	for _, tc := range conformanceTests {
+		path, ok := have[tc.plugin]
+		if !ok || tc.config != "" {
+			continue // the WAT modules implement the default configs
+		}
+		t.Run(tc.name, func(t *testing.T) { runConformance(t, path, tc) })
+	}
+}
+
+func runConformance(t *testing.T, path string, tc conformanceTest) {
+	t.Helper()
+	var ins []host.PluginInput
+	for _, c := range tc.cases {
+		in := host.PluginInput{Value: []byte(c.in.value)}
+		if c.in.key != nil {
+			in.Key = []byte(*c.in.key)
+		}
+		ins = append(ins, in)
+	}
+	outs, err := host.RunPlugin(context.Background(), path, tc.op, []byte(tc.config), ins, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]string, len(tc.cases))
+	var result *string
+	for _, o := range outs {
+		var s string
+		switch {
+		case o.Input < 0:
+			r := string(o.Value)
+			result = &r
+			continue
+		case o.Error != "":
+			s = "error: " + o.Error
+		case o.Trap != "":
+			s = "trap"
+		default:
+			s = string(o.Value)
+		}
+		got[o.Input] = append(got[o.Input], s)
+	}
+	for i, c := range tc.cases {
+		w := c.want
+		if isTrapCase(tc, c) {
+			w = want("trap")
+		}
+		if !matches(got[i], w) {
+			t.Errorf("input %q: got %q, want %q", c.in.value, got[i], w)
+		}
+	}
+	if tc.op == "aggregate" && (result == nil || *result != tc.result) {
+		t.Errorf("result %v, want %s", deref(result), tc.result)
+	}
+}
+
+func matches(got, want []string) bool {
+	return slices.EqualFunc(got, want, func(g, w string) bool {
+		return g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
+	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return fmt.Sprintf("%q", *s)
+}
