@@ -1,10 +1,14 @@
 package host
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/weir-stream/weir/abi"
@@ -165,4 +169,142 @@ func sortOutputs(res []PluginOutput) {
 			res[j], res[j-1] = res[j-1], res[j]
 		}
 	}
+}
+
+// PluginCase is one case of a plugin test file: an input and what the
+// plugin must do with it. A Want entry is an emitted value, "error: <msg>"
+// for a rejection with exactly that message, "error:" for a rejection with
+// any message, or "trap" for a failure on the record.
+type PluginCase struct {
+	Key   *string  `json:"key,omitempty"`
+	Value string   `json:"value"`
+	Want  []string `json:"want"`
+}
+
+// PluginTestFile is a plugin test file (weir-test.jsonl): a header line
+// {"op":"map","config":{…}}, one line per case, and for an aggregate a
+// last line {"result":"…"}.
+type PluginTestFile struct {
+	Op     string          `json:"op"`
+	Config json.RawMessage `json:"config,omitempty"`
+	Cases  []PluginCase    `json:"-"`
+	Result *string         `json:"-"`
+}
+
+// ParsePluginTestFile reads a plugin test file, naming the line of any
+// problem.
+func ParsePluginTestFile(r io.Reader) (*PluginTestFile, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var f *PluginTestFile
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		if f == nil {
+			f = new(PluginTestFile)
+			dec := json.NewDecoder(strings.NewReader(text))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(f); err != nil {
+				return nil, fmt.Errorf("line %d: the header, {\"op\":…,\"config\":…}: %w", line, err)
+			}
+			if !slices.Contains(PluginOps, f.Op) {
+				return nil, fmt.Errorf("line %d: unknown op %q (want %s)", line, f.Op, strings.Join(PluginOps, ", "))
+			}
+			continue
+		}
+		if f.Result != nil {
+			return nil, fmt.Errorf("line %d: nothing may follow the result line", line)
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &probe); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if r, ok := probe["result"]; ok && len(probe) == 1 {
+			var s string
+			if err := json.Unmarshal(r, &s); err != nil {
+				return nil, fmt.Errorf("line %d: result: %w", line, err)
+			}
+			if f.Op != "aggregate" {
+				return nil, fmt.Errorf("line %d: a result line is for aggregate tests only", line)
+			}
+			f.Result = &s
+			continue
+		}
+		var c PluginCase
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("line %d: a case, {\"key\":…,\"value\":…,\"want\":[…]}: %w", line, err)
+		}
+		f.Cases = append(f.Cases, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, errors.New("empty test file: want a header line {\"op\":…}")
+	}
+	if f.Op == "aggregate" && f.Result == nil {
+		return nil, errors.New("an aggregate test needs a last line {\"result\":…}")
+	}
+	return f, nil
+}
+
+// PluginCaseResult is how one case went: what the plugin did, and whether
+// that is what the case wants.
+type PluginCaseResult struct {
+	Case PluginCase
+	Got  []string
+	OK   bool
+}
+
+// TestPlugin runs a plugin test file's cases through the plugin at path,
+// all in one batch, and returns how each went; for an aggregate, the last
+// result is the aggregate's result. An error means the plugin could not run.
+func TestPlugin(ctx context.Context, path string, f *PluginTestFile, cacheDir string) ([]PluginCaseResult, error) {
+	ins := make([]PluginInput, len(f.Cases))
+	for i, c := range f.Cases {
+		ins[i] = PluginInput{Value: []byte(c.Value)}
+		if c.Key != nil {
+			ins[i].Key = []byte(*c.Key)
+		}
+	}
+	outs, err := RunPlugin(ctx, path, f.Op, f.Config, ins, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	got := make([][]string, len(f.Cases))
+	var result *string
+	for _, o := range outs {
+		switch {
+		case o.Input < 0:
+			r := string(o.Value)
+			result = &r
+		case o.Error != "":
+			got[o.Input] = append(got[o.Input], "error: "+o.Error)
+		case o.Trap != "":
+			got[o.Input] = append(got[o.Input], "trap")
+		default:
+			got[o.Input] = append(got[o.Input], string(o.Value))
+		}
+	}
+	res := make([]PluginCaseResult, len(f.Cases))
+	for i, c := range f.Cases {
+		res[i] = PluginCaseResult{Case: c, Got: got[i], OK: slices.EqualFunc(got[i], c.Want, func(g, w string) bool {
+			return g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
+		})}
+	}
+	if f.Op == "aggregate" {
+		r := PluginCaseResult{Case: PluginCase{Value: "(the result)", Want: []string{*f.Result}}}
+		if result != nil {
+			r.Got = []string{*result}
+			r.OK = *result == *f.Result
+		}
+		res = append(res, r)
+	}
+	return res, nil
 }

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, vet, and every Go test (examples run
-# through the real weir binary). This is the README's test command, and
-# .ci/run calls it.
+# The whole test suite: the guest toolchains (installed if missing),
+# formatting, vet, and every Go test (examples run through the real weir
+# binary, every SDK's plugins through the conformance suite). This is the
+# README's test command, and .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== toolchains (C, Rust, AssemblyScript guests)"
+./scripts/install-toolchains.sh
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))

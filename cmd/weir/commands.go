@@ -332,7 +332,7 @@ the module is printed; with -o it is copied there.`,
 		},
 	}
 	inspect.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.AddCommand(build, inspect, newPluginReloadCmd(), newPluginPromoteCmd())
+	cmd.AddCommand(build, inspect, newPluginNewCmd(), newPluginTestCmd(g), newPluginReloadCmd(), newPluginPromoteCmd())
 	return cmd
 }
 

@@ -1,9 +1,11 @@
 package conformance_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -263,4 +265,24 @@ func deref(s *string) string {
 		return "(none)"
 	}
 	return fmt.Sprintf("%q", *s)
+}
+
+// TestWATBuilt checks that each hand-written module's .wasm is its .wat's
+// current build (when wabt's wat2wasm is installed).
+func TestWATBuilt(t *testing.T) {
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		t.Skip("wat2wasm is not installed")
+	}
+	srcs, _ := filepath.Glob("wat/*.wat")
+	for _, src := range srcs {
+		out := filepath.Join(t.TempDir(), "m.wasm")
+		if b, err := exec.Command("wat2wasm", src, "-o", out).CombinedOutput(); err != nil {
+			t.Fatalf("wat2wasm %s: %v\n%s", src, err, b)
+		}
+		want, _ := os.ReadFile(out)
+		got, err := os.ReadFile(strings.TrimSuffix(src, ".wat") + ".wasm")
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date: run plugins/conformance/wat/gen.sh", src)
+		}
+	}
 }
