@@ -286,10 +286,13 @@ func newPluginCmd(g *globalFlags) *cobra.Command {
 	var out string
 	build := &cobra.Command{
 		Use:   "build DIR",
-		Short: "Build a Go SDK plugin folder to a .wasm module",
-		Long: `Build the Go SDK plugin in DIR with the local Go toolchain (GOOS=wasip1,
--buildmode=c-shared). Builds are cached by a hash of their sources. The path of
-the module is printed; with -o it is copied there.`,
+		Short: "Build a plugin source folder (Go, Rust, C or AssemblyScript) to a .wasm module",
+		Long: `Build the plugin in DIR, in the language found there: Go files (the Go
+toolchain, GOOS=wasip1, -buildmode=c-shared), a Cargo.toml (Debian's cargo,
+wasm32-wasi), C files (clang, wasm32-wasi reactor) or an AssemblyScript
+package (asc). Builds are cached by a hash of their sources and the
+toolchain's version. The path of the module is printed; with -o it is copied
+there. scripts/install-toolchains.sh installs the toolchains.`,
 		Args: exactArgs(1, "one plugin directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, _, err := host.BuildPlugin(cmd.Context(), args[0], g.cacheDir)
