@@ -256,8 +256,11 @@ func (b *Badger) recover() error {
 }
 
 // readRecord reads a checkpoint record, whatever its version.
-func (b *Badger) readRecord(key []byte) (Checkpoint, bool, error) {
-	txn := b.db.NewTransactionAt(math.MaxUint64, false)
+func (b *Badger) readRecord(key []byte) (Checkpoint, bool, error) { return readRecord(b.db, key) }
+
+// readRecord reads a checkpoint record of db, whatever its version.
+func readRecord(db *badger.DB, key []byte) (Checkpoint, bool, error) {
+	txn := db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
 	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {

@@ -105,22 +105,7 @@ func isLockErr(err error) bool {
 		strings.Contains(err.Error(), "Cannot acquire directory lock")
 }
 
-func (v *BadgerView) readRecord(key []byte) (Checkpoint, bool, error) {
-	txn := v.db.NewTransactionAt(math.MaxUint64, false)
-	defer txn.Discard()
-	item, err := txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Checkpoint{}, false, nil
-	}
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	meta, err := item.ValueCopy(nil)
-	if err != nil {
-		return Checkpoint{}, false, err
-	}
-	return Checkpoint{Version: item.Version(), Meta: meta}, true, nil
-}
+func (v *BadgerView) readRecord(key []byte) (Checkpoint, bool, error) { return readRecord(v.db, key) }
 
 // Committed returns the last committed checkpoint, which the view shows
 // the state of. ok is false if the store has none.
