@@ -1,0 +1,64 @@
+// The exports of ABI v1 (abi/ABI.md §2). A plugin gets them by extending
+// the SDK's asconfig.plugin.json, which adds this file as an entry, or by
+// re-exporting them from its own entry file:
+//
+//     export * from "<sdk>/exports";
+//
+// It imports the SDK as the package "weir" (lib/weir, on asc's package
+// path through asconfig.plugin.json), as plugins do, so that both see the
+// same module instances.
+
+import { allocInput } from "weir/record";
+import { runBatch, runInit, OP_MAP, OP_FLAT_MAP, OP_FILTER } from "weir/core";
+import { runAggCreate, runAggAdd, runAggValues } from "weir/aggregate";
+
+/** The ABI version marker; never called. */
+export function weir_abi_v1(): void {}
+
+/** The module's one allocator (ABI §3). */
+export function weir_alloc(size: u32): usize {
+  return allocInput(size);
+}
+
+/** Receives the operator config (ABI §4). */
+export function weir_init(ptr: usize, len: u32): u64 {
+  return runInit(ptr, len);
+}
+
+export function weir_map(ptr: usize, len: u32): u64 {
+  return runBatch(OP_MAP, ptr, len);
+}
+
+export function weir_flat_map(ptr: usize, len: u32): u64 {
+  return runBatch(OP_FLAT_MAP, ptr, len);
+}
+
+export function weir_filter(ptr: usize, len: u32): u64 {
+  return runBatch(OP_FILTER, ptr, len);
+}
+
+export function weir_agg_create(): u64 {
+  return runAggCreate();
+}
+
+export function weir_agg_add(ptr: usize, len: u32): u64 {
+  return runAggAdd(ptr, len);
+}
+
+export function weir_agg_merge(ptr: usize, len: u32): u64 {
+  return runAggValues(ptr, len, true);
+}
+
+export function weir_agg_result(ptr: usize, len: u32): u64 {
+  return runAggValues(ptr, len, false);
+}
+
+/**
+ * The maintenance hook (ABI §8). The SDK builds with AssemblyScript's
+ * minimal runtime, which never collects garbage on its own: the host calls
+ * this between calls, when no object is referenced from the stack, and it
+ * collects everything the calls since the last one left behind.
+ */
+export function weir_gc(): void {
+  __collect();
+}

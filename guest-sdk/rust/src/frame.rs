@@ -1,0 +1,196 @@
+//! Decoding of the host's frames (ABI sections 5.1, 12.1 and 12.3) and the
+//! small helpers that write the guest's frames. All integers are
+//! little-endian, without padding.
+
+use crate::record::{Headers, Record};
+
+/// The length that marks an absent key, value or accumulator.
+pub(crate) const ABSENT: u32 = 0xFFFF_FFFF;
+
+/// The largest count any frame may declare (2^24).
+pub(crate) const MAX_COUNT: u32 = 1 << 24;
+
+/// A frame from the host that does not decode: a host bug. The exports
+/// turn it into a trap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameError {
+    /// Byte offset into the frame where decoding stopped.
+    pub offset: usize,
+    /// What was being read.
+    pub what: &'static str,
+}
+
+impl core::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "weir: malformed frame at byte {}: {}", self.offset, self.what)
+    }
+}
+
+/// A cursor over a frame.
+pub(crate) struct Reader<'a> {
+    b: &'a [u8],
+    off: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(b: &'a [u8]) -> Self {
+        Reader { b, off: 0 }
+    }
+
+    fn err(&self, what: &'static str) -> FrameError {
+        FrameError { offset: self.off, what }
+    }
+
+    #[inline]
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, FrameError> {
+        match self.b.get(self.off..self.off + 4) {
+            Some(s) => {
+                self.off += 4;
+                Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+            }
+            None => Err(self.err(what)),
+        }
+    }
+
+    #[inline]
+    fn i64(&mut self, what: &'static str) -> Result<i64, FrameError> {
+        match self.b.get(self.off..self.off + 8) {
+            Some(s) => {
+                self.off += 8;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(s);
+                Ok(i64::from_le_bytes(a))
+            }
+            None => Err(self.err(what)),
+        }
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], FrameError> {
+        let end = self.off.checked_add(n).ok_or_else(|| self.err(what))?;
+        match self.b.get(self.off..end) {
+            Some(s) => {
+                self.off = end;
+                Ok(s)
+            }
+            None => Err(self.err(what)),
+        }
+    }
+
+    /// The next n bytes.
+    pub(crate) fn opt_bytes_fixed(&mut self, n: usize) -> Result<&'a [u8], FrameError> {
+        self.take(n, "fixed-size field")
+    }
+
+    /// A count, at most MAX_COUNT.
+    pub(crate) fn count(&mut self, what: &'static str) -> Result<u32, FrameError> {
+        let n = self.u32(what)?;
+        if n > MAX_COUNT {
+            return Err(FrameError { offset: self.off - 4, what: "count over the limit 2^24" });
+        }
+        Ok(n)
+    }
+
+    /// A u32 length and that many bytes, or None for ABSENT.
+    #[inline]
+    pub(crate) fn opt_bytes(&mut self, what: &'static str) -> Result<Option<&'a [u8]>, FrameError> {
+        let n = self.u32(what)?;
+        if n == ABSENT {
+            return Ok(None);
+        }
+        self.take(n as usize, what).map(Some)
+    }
+
+    /// An accumulator: a u32 length and that many bytes, never absent.
+    pub(crate) fn acc(&mut self) -> Result<&'a [u8], FrameError> {
+        match self.opt_bytes("accumulator")? {
+            Some(b) => Ok(b),
+            None => Err(FrameError { offset: self.off - 4, what: "accumulator marked absent" }),
+        }
+    }
+
+    /// One record, as in a batch frame, numbered index.
+    #[inline]
+    pub(crate) fn record(&mut self, index: u32) -> Result<Record<'a>, FrameError> {
+        let timestamp = self.i64("record timestamp")?;
+        let key = self.opt_bytes("record key")?;
+        let value = self.opt_bytes("record value")?;
+        let count = self.u32("header count")?;
+        let start = self.off;
+        for _ in 0..count {
+            let n = self.u32("header name")?;
+            self.take(n as usize, "header name")?;
+            let n = self.u32("header value")?;
+            self.take(n as usize, "header value")?;
+        }
+        let headers = Headers::new(&self.b[start..self.off], count);
+        Ok(Record { key, value, timestamp, headers, index })
+    }
+
+    /// Checks that the whole frame was read.
+    pub(crate) fn end(&self) -> Result<(), FrameError> {
+        if self.off != self.b.len() {
+            return Err(self.err("trailing bytes after the last entry"));
+        }
+        Ok(())
+    }
+}
+
+#[inline]
+pub(crate) fn put_u32(b: &mut Vec<u8>, v: u32) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+
+#[inline]
+pub(crate) fn put_i64(b: &mut Vec<u8>, v: i64) {
+    b.extend_from_slice(&v.to_le_bytes());
+}
+
+#[inline]
+pub(crate) fn patch_u32(b: &mut [u8], at: usize, v: u32) {
+    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Appends an optional byte string: its u32 length (ABSENT for None) and
+/// its bytes.
+#[inline]
+pub(crate) fn put_opt(b: &mut Vec<u8>, v: Option<&[u8]>) {
+    match v {
+        None => put_u32(b, ABSENT),
+        Some(v) => {
+            put_u32(b, v.len() as u32);
+            b.extend_from_slice(v);
+        }
+    }
+}
+
+/// Output entry kinds (ABI 5.2).
+pub(crate) const KIND_KEEP: u8 = 0;
+pub(crate) const KIND_RECORD: u8 = 1;
+pub(crate) const KIND_ERROR: u8 = 2;
+
+/// Record entry flags (ABI 5.2).
+pub(crate) const FLAG_KEY: u8 = 1;
+pub(crate) const FLAG_TIMESTAMP: u8 = 2;
+pub(crate) const FLAG_HEADERS: u8 = 4;
+
+#[inline]
+pub(crate) fn put_keep(b: &mut Vec<u8>, index: u32) {
+    b.push(KIND_KEEP);
+    put_u32(b, index);
+}
+
+pub(crate) fn put_error(b: &mut Vec<u8>, index: u32, msg: &str) {
+    b.push(KIND_ERROR);
+    put_u32(b, index);
+    put_opt(b, Some(msg.as_bytes()));
+}
+
+/// Appends a record entry that sets only the value.
+#[inline]
+pub(crate) fn put_value_record(b: &mut Vec<u8>, index: u32, v: Option<&[u8]>) {
+    b.push(KIND_RECORD);
+    put_u32(b, index);
+    b.push(0);
+    put_opt(b, v);
+}

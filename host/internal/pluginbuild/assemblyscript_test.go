@@ -1,0 +1,255 @@
+package pluginbuild_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+
+	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/internal/pluginbuild"
+)
+
+// asRoot returns the weir module root, skipping the test when the
+// AssemblyScript compiler is not installed there.
+func asRoot(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds AssemblyScript plugins")
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(out)))
+	if _, err := os.Stat(filepath.Join(root, "guest-sdk", "assemblyscript", "node_modules", ".bin", "asc")); err != nil {
+		t.Skip("no AssemblyScript compiler: run scripts/install-toolchains.sh")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node")
+	}
+	return root
+}
+
+func TestAssemblyScriptBuildCaches(t *testing.T) {
+	root := asRoot(t)
+	ctx := context.Background()
+	cache := t.TempDir()
+	// A copy of a conformance plugin, outside the tree, whose asconfig.json
+	// extends the SDK's by absolute path: the SDK (and asc) are found
+	// through it.
+	src := filepath.Join(root, "plugins", "conformance", "assemblyscript", "fail_on")
+	dir := filepath.Join(t.TempDir(), "fail_on")
+	copyTree(t, src, dir)
+	sdkConfig := filepath.Join(root, "guest-sdk", "assemblyscript", "asconfig.plugin.json")
+	cfg := `{"extends": "` + filepath.ToSlash(sdkConfig) + `", "entries": ["./assembly/index.ts"]}`
+	if err := os.WriteFile(filepath.Join(dir, "asconfig.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WEIR_ASC", "")
+
+	if lang, err := pluginbuild.Detect(dir); err != nil || lang != pluginbuild.LangAssemblyScript {
+		t.Fatalf("Detect = %v, %v; want assemblyscript", lang, err)
+	}
+	first, err := pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Built || first.Cached || first.Lang != pluginbuild.LangAssemblyScript {
+		t.Fatalf("first build = %+v", first)
+	}
+	wasm, err := os.ReadFile(first.Path)
+	if err != nil || !bytes.HasPrefix(wasm, []byte("\x00asm")) {
+		t.Fatalf("built module %s: %v", first.Path, err)
+	}
+	again, err := pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Cached || again.Path != first.Path {
+		t.Fatalf("second build = %+v, want the cached %s", again, first.Path)
+	}
+	// A build output or node_modules folder does not change the hash.
+	for _, d := range []string{"node_modules", "build"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "x.wasm"), []byte("junk"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, err := pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cache}); err != nil || !b.Cached {
+		t.Fatalf("build with outputs = %+v, %v; want cached", b, err)
+	}
+	// A source change is a new build, and a compile error is reported.
+	index := filepath.Join(dir, "assembly", "index.ts")
+	b, _ := os.ReadFile(index)
+	if err := os.WriteFile(index, append(b, "\nlet broken: i32 = \"no\";\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cache})
+	if err == nil || !strings.Contains(err.Error(), "assemblyscript build failed") || !strings.Contains(err.Error(), "index.ts") {
+		t.Fatalf("broken build: err = %v", err)
+	}
+}
+
+func TestAssemblyScriptNoCompiler(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "asconfig.json"), []byte(`{"entries":["./index.ts"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "index.ts"), []byte("export function f(): void {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WEIR_ASC", "")
+	_, err := pluginbuild.Build(context.Background(), dir, pluginbuild.Options{CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "scripts/install-toolchains.sh") {
+		t.Fatalf("err = %v, want a pointer to scripts/install-toolchains.sh", err)
+	}
+}
+
+// TestAssemblyScriptTemplate renders the template of `weir plugin new
+// --lang assemblyscript` as the command does (every file's name and
+// content through text/template), outside the weir tree, builds it and
+// runs its weir-test.jsonl.
+func TestAssemblyScriptTemplate(t *testing.T) {
+	root := asRoot(t)
+	tmpl := filepath.Join(root, "cmd", "weir", "templates", "assemblyscript")
+	dir := filepath.Join(t.TempDir(), "shout")
+	data := struct{ Name, SDKPath string }{Name: "shout", SDKPath: filepath.Join(root, "guest-sdk", "assemblyscript")}
+	err := filepath.WalkDir(tmpl, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(tmpl, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dir, asRender(t, rel, rel, data))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(out, []byte(asRender(t, rel, string(b), data)), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WEIR_ASC", "")
+	asRunTestFile(t, dir, filepath.Join(dir, "weir-test.jsonl"))
+}
+
+func asRender(t *testing.T, name, text string, data any) string {
+	t.Helper()
+	tp, err := template.New(name).Option("missingkey=error").Parse(text)
+	if err != nil {
+		t.Fatalf("template %s: %v", name, err)
+	}
+	var b bytes.Buffer
+	if err := tp.Execute(&b, data); err != nil {
+		t.Fatalf("template %s: %v", name, err)
+	}
+	return b.String()
+}
+
+// asRunTestFile runs a weir-test.jsonl file (a header line with op and
+// config, then one case per line) against the plugin in dir.
+func asRunTestFile(t *testing.T, dir, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var head struct {
+		Op     string          `json:"op"`
+		Config json.RawMessage `json:"config"`
+	}
+	type testCase struct {
+		Key   *string  `json:"key"`
+		Value string   `json:"value"`
+		Want  []string `json:"want"`
+	}
+	var cases []testCase
+	for n := 0; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var err error
+		if n == 0 {
+			err = json.Unmarshal(line, &head)
+		} else {
+			var c testCase
+			err = json.Unmarshal(line, &c)
+			cases = append(cases, c)
+		}
+		if err != nil {
+			t.Fatalf("%s line %d: %v", path, n+1, err)
+		}
+	}
+	var ins []host.PluginInput
+	for _, c := range cases {
+		in := host.PluginInput{Value: []byte(c.Value)}
+		if c.Key != nil {
+			in.Key = []byte(*c.Key)
+		}
+		ins = append(ins, in)
+	}
+	outs, err := host.RunPlugin(context.Background(), dir, head.Op, head.Config, ins, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]string, len(cases))
+	for _, o := range outs {
+		switch {
+		case o.Input < 0:
+		case o.Error != "":
+			got[o.Input] = append(got[o.Input], "error: "+o.Error)
+		case o.Trap != "":
+			got[o.Input] = append(got[o.Input], "trap")
+		default:
+			got[o.Input] = append(got[o.Input], string(o.Value))
+		}
+	}
+	for i, c := range cases {
+		ok := len(got[i]) == len(c.Want)
+		for j := 0; ok && j < len(c.Want); j++ {
+			w, g := c.Want[j], got[i][j]
+			ok = g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
+		}
+		if !ok {
+			t.Errorf("case %d (%q): got %q, want %q", i+1, c.Value, got[i], c.Want)
+		}
+	}
+}
+
+// copyTree copies the regular files under src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
