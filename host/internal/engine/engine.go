@@ -503,7 +503,12 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 						}
 						data = pc
 					}
-					wm := slices.Min(in)
+					// The piece's records, and what the new watermark
+					// fires, go downstream under the old watermark, and
+					// the new one after them: the results of windows it
+					// closes come before it, so they are not late for
+					// the operators downstream.
+					wm, prev := slices.Min(in), cur
 					var fired *piece
 					if wm > cur {
 						cur = wm
@@ -513,15 +518,18 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 							continue
 						}
 					}
-					forward(si+1, w, sent, data, cur, byKey)
+					forward(si+1, w, sent, data, prev, byKey)
 					if fired != nil {
 						root := fired.root
 						if len(fired.records) == 0 && len(fired.dead) == 0 {
 							root.ack.Done(nil) // the empty piece
 						} else {
-							forward(si+1, w, sent, fired, cur, byKey)
+							forward(si+1, w, sent, fired, prev, byKey)
 						}
 						root.ack.Done(nil) // the worker's hold on its emission
+					}
+					if cur > prev {
+						forward(si+1, w, sent, nil, cur, byKey)
 					}
 					if wmOnly {
 						work.done()

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +188,73 @@ func TestEventTimeWindowsFire(t *testing.T) {
 		if got[k] != c {
 			t.Errorf("window %s counted %d, want %d", k, got[k], c)
 		}
+	}
+}
+
+// firer emits, on every watermark, one record stamped with it, as a window
+// emits a result stamped with its last instant when the watermark closes
+// it. It drops its input.
+type firer struct{ fired *atomic.Int64 }
+
+func (f *firer) Name() string                { return "firer" }
+func (f *firer) Close(context.Context) error { return nil }
+func (f *firer) Process(context.Context, []record.Record, *wasm.Output) error {
+	return nil
+}
+func (f *firer) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+	if wm == math.MaxInt64 {
+		return nil
+	}
+	f.fired.Add(1)
+	out.Records = append(out.Records, record.Record{Value: []byte(fmt.Sprintf(`{"k":"k%d"}`, wm%5)), Timestamp: wm})
+	return nil
+}
+
+// lateCounter counts the records that reach it at or behind its watermark.
+type lateCounter struct {
+	wm         int64
+	seen, late *atomic.Int64
+}
+
+func (l *lateCounter) Name() string                { return "late" }
+func (l *lateCounter) Close(context.Context) error { return nil }
+func (l *lateCounter) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+	for _, r := range in {
+		l.seen.Add(1)
+		if r.Timestamp <= l.wm {
+			l.late.Add(1)
+		}
+	}
+	return nil
+}
+func (l *lateCounter) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+	l.wm = wm
+	return nil
+}
+
+// TestFiredResultsAreNotLateDownstream: what an operator emits when the
+// watermark advances reaches the operators after a key_by before that
+// watermark does, so a window there does not drop it as late.
+func TestFiredResultsAreNotLateDownstream(t *testing.T) {
+	var fired, seen, late atomic.Int64
+	p := &Pipeline{
+		Sources: []Source{&countSource{n: 5000, keys: 7}},
+		Steps: []Step{
+			{Name: "firer", New: func(context.Context) (Operator, error) { return &firer{fired: &fired}, nil }},
+			keyByStep("key", []string{"k"}),
+			{Name: "late", New: func(context.Context) (Operator, error) {
+				return &lateCounter{wm: NoWatermark, seen: &seen, late: &late}, nil
+			}},
+		},
+		Sinks:       []Sink{&memSink{}},
+		BatchSize:   16,
+		Parallelism: 3,
+		EventTime:   []*EventTime{{}},
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fired.Load() == 0 || seen.Load() != fired.Load() || late.Load() != 0 {
+		t.Fatalf("fired %d, seen downstream %d, of which late %d; want all seen, none late", fired.Load(), seen.Load(), late.Load())
 	}
 }
