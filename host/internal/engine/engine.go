@@ -513,7 +513,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 					if wm > cur {
 						cur = wm
 						var err error
-						if fired, err = p.fire(hard, s, w, cur, newEmit); err != nil {
+						if fired, err = p.fire(hard, s, w, cur, newEmit, batchSize); err != nil {
 							fail(err)
 							continue
 						}
@@ -641,7 +641,7 @@ func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par in
 // fire tells the event-time operators of s, as worker w, that the
 // watermark is now wm, and runs what they emit through the rest of the
 // segment. It returns a piece of a new batch holding the results, or nil.
-func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBatch func() *batch) (*piece, error) {
+func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBatch func() *batch, batchSize int) (*piece, error) {
 	st := p.stats.Load()
 	var pc *piece
 	for j, op := range s.ops[w] {
@@ -664,8 +664,8 @@ func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBat
 		for k := j + 1; k < len(s.ops[w]) && len(recs) > 0; k++ {
 			next := pc.out(s.first + k)
 			start, deadStart := len(next.Records), len(next.Dead)
-			if err := s.ops[w][k].Process(ctx, recs, next); err != nil {
-				return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+k].Name, err)
+			if err := p.process(ctx, s.first+k, s.ops[w][k], recs, next, batchSize); err != nil {
+				return nil, err
 			}
 			in := len(recs)
 			recs = next.Records[start:]
@@ -723,23 +723,33 @@ func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece,
 	stats := p.stats.Load()
 	recs := pc.records
 	for j, op := range s.ops[w] {
-		st := &p.Steps[s.first+j]
 		out := pc.out(s.first + j)
-		size := st.BatchSize
-		if size <= 0 {
-			size = batchSize
-		}
-		for start := 0; start < len(recs); start += size {
-			end := min(start+size, len(recs))
-			if err := op.Process(ctx, recs[start:end], out); err != nil {
-				return fmt.Errorf("operator %q: %w", st.Name, err)
-			}
+		if err := p.process(ctx, s.first+j, op, recs, out, batchSize); err != nil {
+			return err
 		}
 		stats.steps[s.first+j].add(len(recs), len(out.Records), len(out.Dead))
 		pc.dead = append(pc.dead, out.Dead...)
 		recs = out.Records
 	}
 	pc.records = recs
+	return nil
+}
+
+// process runs recs through op, step i of the chain, in chunks of the
+// step's batch size (or the pipeline's), so that an operator never gets
+// more records in one call than it is configured for, whether they came
+// from a source or from what a watermark fired upstream.
+func (p *Pipeline) process(ctx context.Context, i int, op Operator, recs []record.Record, out *wasm.Output, batchSize int) error {
+	size := p.Steps[i].BatchSize
+	if size <= 0 {
+		size = batchSize
+	}
+	for start := 0; start < len(recs); start += size {
+		end := min(start+size, len(recs))
+		if err := op.Process(ctx, recs[start:end], out); err != nil {
+			return fmt.Errorf("operator %q: %w", p.Steps[i].Name, err)
+		}
+	}
 	return nil
 }
 

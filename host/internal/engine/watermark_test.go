@@ -258,3 +258,59 @@ func TestFiredResultsAreNotLateDownstream(t *testing.T) {
 		t.Fatalf("fired %d, seen downstream %d, of which late %d; want all seen, none late", fired.Load(), seen.Load(), late.Load())
 	}
 }
+
+// burst emits n records the first time the watermark moves.
+type burst struct {
+	n    int
+	done bool
+}
+
+func (b *burst) Name() string                                                 { return "burst" }
+func (b *burst) Close(context.Context) error                                  { return nil }
+func (b *burst) Process(context.Context, []record.Record, *wasm.Output) error { return nil }
+func (b *burst) OnWatermark(_ context.Context, _ int64, out *wasm.Output) error {
+	if !b.done {
+		b.done = true
+		for i := range b.n {
+			out.Records = append(out.Records, record.Record{Value: []byte(fmt.Sprint(i)), Timestamp: 1})
+		}
+	}
+	return nil
+}
+
+// maxBatch records the largest batch it was given, and how many records.
+type maxBatch struct{ largest, total *atomic.Int64 }
+
+func (m *maxBatch) Name() string                { return "max" }
+func (m *maxBatch) Close(context.Context) error { return nil }
+func (m *maxBatch) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+	m.total.Add(int64(len(in)))
+	for {
+		cur := m.largest.Load()
+		if int64(len(in)) <= cur || m.largest.CompareAndSwap(cur, int64(len(in))) {
+			return nil
+		}
+	}
+}
+
+// TestFiredResultsAreChunked: what a watermark fires reaches the next
+// operator in batches of its batch size, not all at once.
+func TestFiredResultsAreChunked(t *testing.T) {
+	var largest, total atomic.Int64
+	p := &Pipeline{
+		Sources: []Source{&countSource{n: 100, keys: 7}},
+		Steps: []Step{
+			{Name: "burst", New: func(context.Context) (Operator, error) { return &burst{n: 1000}, nil }},
+			{Name: "max", BatchSize: 16, New: func(context.Context) (Operator, error) { return &maxBatch{largest: &largest, total: &total}, nil }},
+		},
+		Sinks:     []Sink{&memSink{}},
+		BatchSize: 64,
+		EventTime: []*EventTime{{}},
+	}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if total.Load() != 1000 || largest.Load() > 16 {
+		t.Fatalf("%d records, largest batch %d; want 1000 in batches of at most 16", total.Load(), largest.Load())
+	}
+}
