@@ -12,6 +12,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
+	"github.com/weir-stream/weir/host/internal/nexmark"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
@@ -225,6 +226,13 @@ func (p *Pipeline) source(s *config.Source) engine.Source {
 			gc.Fields = append(gc.Fields, gf)
 		}
 		return engine.NewGenerator(s.Name, gc)
+	case config.SourceNexmark:
+		nc := nexmark.SourceConfig{Count: s.Count, Rate: s.Rate, Linger: p.cfg.Engine.BatchLinger, WallClock: s.EventTime == nil,
+			Config: nexmark.Config{FirstEventRate: s.Nexmark.FirstEventRate, BaseTime: s.Nexmark.BaseTime, Seed: s.Seed}}
+		for _, k := range s.Nexmark.Kinds {
+			nc.Kinds |= map[string]nexmark.Kind{config.NexmarkPerson: nexmark.KindPerson, config.NexmarkAuction: nexmark.KindAuction, config.NexmarkBid: nexmark.KindBid}[k]
+		}
+		return nexmark.NewSource(s.Name, nc)
 	default:
 		return engine.NewFileSource(s.Name, s.Path, sourceFormat(s.Format))
 	}

@@ -37,7 +37,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd())
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd(), newBenchCmd(&g))
 	return root
 }
 

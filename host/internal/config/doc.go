@@ -56,6 +56,14 @@
 //	      - {name: ok, kind: random_bool}
 //	      - {name: c, kind: constant, value: anything}        # value required, any YAML
 //	      - {name: ts, kind: timestamp}                       # event time, epoch ms
+//	  - name: nexmark
+//	    type: nexmark       # Nexmark benchmark events (persons, auctions, bids; package nexmark)
+//	    count: 1000000      # events of the whole stream, >= 0; 0 (default) = unbounded
+//	    kinds: [bid]        # optional, non-empty: person | auction | bid; default all (skipped kinds keep their numbers)
+//	    first_event_rate: 10000  # events per second of event time (spaces dateTime), (0, 1e9], default 10000
+//	    base_time: 1436918400000 # dateTime of event 0, epoch ms, >= 1; default 2015-07-15T00:00:00Z
+//	    rate: 0             # throttle, events per second of the whole stream; 0 (default) = unthrottled
+//	    seed: 0             # default 0: event n draws from java.util.Random(n), as the spec's generator
 //	  - name: events
 //	    type: kafka         # consumes in a consumer group
 //	    topics: [sensor.readings]  # exactly one of topics (non-empty list of topic names, no duplicates)
@@ -77,7 +85,7 @@
 //	    field: id           # key_by: required dotted JSON path, a.b.c
 //	  - name: detect
 //	    type: flat_map
-//	    plugin: plugins/x   # map/flat_map/filter: required; a .wasm file or a directory of Go source
+//	    plugin: plugins/x   # map/flat_map/filter: required; a .wasm file or a folder of plugin source (Go, Rust, C, AssemblyScript)
 //	    config: {k: 1}      # optional, any YAML; becomes Operator.ConfigJSON
 //	    batch_size: 256     # optional, 1..65536, default engine.batch_size
 //	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)

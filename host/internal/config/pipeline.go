@@ -13,6 +13,8 @@ import (
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/weir-stream/weir/host/internal/pluginbuild"
 )
 
 // namePattern is what pipeline and stage names must match.
@@ -28,6 +30,7 @@ var (
 		SourceStdin:     {"name", "type", "format", "event_time"},
 		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields", "event_time"},
 		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "instance_id", "start", "stop_at", "format", "event_time"},
+		SourceNexmark:   nexmarkFields,
 	}
 	operatorFields = map[OperatorType][]string{
 		OperatorKeyBy:   {"name", "type", "field"},
@@ -61,7 +64,7 @@ var (
 		GenTimestamp:    {"name", "kind"},
 	}
 
-	sourceTypes     = []string{string(SourceFile), string(SourceStdin), string(SourceGenerator), string(SourceKafka)}
+	sourceTypes     = []string{string(SourceFile), string(SourceStdin), string(SourceGenerator), string(SourceKafka), string(SourceNexmark)}
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
@@ -247,6 +250,8 @@ func (d *decoder) source(n *yaml.Node, i int) (Source, bool) {
 		d.generator(o, &s)
 	case SourceKafka:
 		d.kafkaSource(o, &s)
+	case SourceNexmark:
+		d.nexmark(o, &s)
 	}
 	d.eventTime(o, &s)
 	o.finish(sourceFields[s.Type], union(sourceFields, sourceTypes), o.kindOf(typ, "sources", "type"))
@@ -591,14 +596,13 @@ func (d *decoder) checkPlugin(o *object, field, p, abs string) PluginKind {
 	case err != nil:
 		o.fail(field, v, "%v", err)
 	case fi.IsDir():
-		matches, _ := filepath.Glob(filepath.Join(abs, "*.go"))
-		if len(matches) == 0 {
-			o.fail(field, v, "plugin directory %q holds no .go files", p)
+		if _, err := pluginbuild.Detect(abs); err != nil {
+			o.fail(field, v, "plugin directory %q holds no plugin source (Go or C files, a Cargo.toml, or an AssemblyScript package)", p)
 			return ""
 		}
 		return PluginSource
 	case !fi.Mode().IsRegular() || !strings.EqualFold(filepath.Ext(abs), ".wasm"):
-		o.fail(field, v, "plugin %q must be a .wasm file or a directory of Go source", p)
+		o.fail(field, v, "plugin %q must be a .wasm file or a directory of plugin source", p)
 	default:
 		return PluginWasm
 	}

@@ -40,6 +40,7 @@ const (
 	SourceStdin     SourceType = "stdin"     // reads standard input
 	SourceGenerator SourceType = "generator" // generates synthetic records
 	SourceKafka     SourceType = "kafka"     // consumes Kafka topics in a consumer group
+	SourceNexmark   SourceType = "nexmark"   // generates Nexmark benchmark events (nexmark.go)
 )
 
 // SourceFormat is how a file or stdin source splits its input into records.
@@ -109,7 +110,7 @@ type PluginKind string
 // Plugin kinds.
 const (
 	PluginWasm   PluginKind = "wasm"   // a compiled .wasm file
-	PluginSource PluginKind = "source" // a directory of Go source using the weir SDK
+	PluginSource PluginKind = "source" // a folder of plugin source (pluginbuild.Detect)
 )
 
 // SinkType is the type of a sink.
@@ -322,6 +323,9 @@ type Source struct {
 	Start          StartPosition // default StartEarliest
 	StartTimestamp int64         // StartTimestamp: epoch milliseconds, >= 0; 0 otherwise
 	StopAt         StopAt        // default StopNever
+
+	// nexmark (also Count, Rate and Seed; see nexmark.go)
+	Nexmark NexmarkSpec
 
 	// file, stdin, generator, kafka: nil = processing time (the wall clock
 	// is the watermark)

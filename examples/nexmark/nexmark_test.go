@@ -1,0 +1,234 @@
+package nexmark_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/examples/nexmark/reference"
+)
+
+// The tests run each query on the first 20,000 events (18,400 bids) at 500
+// events per second of event time: 40 s, several windows of each kind.
+const (
+	count = "20000"
+	rate  = "500"
+)
+
+// run runs `weir run file` with the source's count and rate set through
+// the environment, and returns its standard output's lines.
+func run(t *testing.T, file, source string) []string {
+	t.Helper()
+	prefix := "WEIR_SOURCES_" + strings.ToUpper(source) + "_"
+	t.Setenv(prefix+"COUNT", count)
+	t.Setenv(prefix+"FIRST_EVENT_RATE", rate)
+	res := weirtest.Run(t, ".", "", "run", file)
+	if res.Code != 0 {
+		t.Fatalf("weir run %s: exit %d\n%s", file, res.Code, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, "dead_letters=0") {
+		t.Errorf("%s: records were rejected:\n%s", file, tail(res.Stderr))
+	}
+	out := strings.TrimSuffix(res.Stdout, "\n")
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+// bids runs events.yaml, the whole event stream, and returns its bids.
+func bids(t *testing.T) []reference.Bid {
+	t.Helper()
+	lines := run(t, "events.yaml", "events")
+	if len(lines) != 20000 {
+		t.Fatalf("events.yaml wrote %d events, want 20000", len(lines))
+	}
+	b, err := reference.ReadBids(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 18400 {
+		t.Fatalf("%d bids among 20000 events, want 18400 (46 in 50)", len(b))
+	}
+	return b
+}
+
+func decode(t *testing.T, line string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(line), v); err != nil {
+		t.Fatalf("%q: %v", line, err)
+	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestQueries runs every query through the weir binary and checks its
+// output against the brute-force reference over the same bids.
+func TestQueries(t *testing.T) {
+	all := bids(t)
+
+	t.Run("q0", func(t *testing.T) {
+		if got, want := run(t, "q0.yaml", "bids"), reference.Q0(all); !slices.Equal(got, want) {
+			t.Errorf("q0: %d lines, want the %d bids unchanged", len(got), len(want))
+		}
+	})
+
+	t.Run("q1", func(t *testing.T) {
+		got := run(t, "q1.yaml", "bids")
+		if len(got) != len(all) {
+			t.Fatalf("q1: %d lines, want %d", len(got), len(all))
+		}
+		for i, line := range got {
+			var r struct {
+				reference.Bid
+				Price float64 `json:"price"`
+			}
+			decode(t, line, &r)
+			b := all[i]
+			want := reference.Q1Price(b)
+			if r.Price != want {
+				t.Fatalf("q1 line %d: price %v, want %v × 0.908 = %v", i, r.Price, b.Price, want)
+			}
+			r.Bid.Price, r.Bid.Line = b.Price, b.Line
+			if r.Bid != b {
+				t.Fatalf("q1 line %d: %s\nother fields differ from %s", i, line, b.Line)
+			}
+		}
+	})
+
+	t.Run("q2", func(t *testing.T) {
+		got, want := run(t, "q2.yaml", "bids"), reference.Q2(all)
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("q2: %d bids, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+		}
+	})
+
+	t.Run("q5", func(t *testing.T) {
+		var got []reference.Q5Row
+		for _, line := range run(t, "q5.yaml", "bids") {
+			var r struct {
+				Start    int64 `json:"window_start"`
+				End      int64 `json:"window_end"`
+				Num      int64 `json:"num"`
+				Auctions []struct {
+					Auction string `json:"auction"`
+				} `json:"auctions"`
+			}
+			decode(t, line, &r)
+			row := reference.Q5Row{Start: r.Start, End: r.End, Num: r.Num}
+			for _, a := range r.Auctions {
+				row.Auctions = append(row.Auctions, atoi(t, a.Auction))
+			}
+			slices.Sort(row.Auctions)
+			got = append(got, row)
+		}
+		want := reference.Q5(all, 10000, 2000)
+		if len(want) < 20 || !reflect.DeepEqual(got, want) {
+			t.Errorf("q5:\n got %v\nwant %v", got, want)
+		}
+	})
+
+	t.Run("q7", func(t *testing.T) {
+		type bid struct {
+			Auction, Bidder, Price, DateTime int64
+			Extra                            string
+		}
+		type row struct {
+			Start int64 `json:"window_start"`
+			End   int64 `json:"window_end"`
+			Price int64 `json:"price"`
+			Bids  []bid `json:"bids"`
+		}
+		var got, want []row
+		for _, line := range run(t, "q7.yaml", "bids") {
+			var r row
+			decode(t, line, &r)
+			got = append(got, r)
+		}
+		for _, r := range reference.Q7(all, 10000) {
+			w := row{Start: r.Start, End: r.End, Price: r.Price}
+			for _, b := range r.Bids {
+				w.Bids = append(w.Bids, bid{b.Auction, b.Bidder, b.Price, b.DateTime, b.Extra})
+			}
+			want = append(want, w)
+		}
+		if len(want) < 4 || !reflect.DeepEqual(got, want) {
+			t.Errorf("q7:\n got %+v\nwant %+v", got, want)
+		}
+	})
+
+	t.Run("q11", func(t *testing.T) {
+		var got []reference.Session
+		for _, line := range run(t, "q11.yaml", "bids") {
+			var r struct {
+				Bidder string `json:"bidder"`
+				Start  int64  `json:"window_start"`
+				End    int64  `json:"window_end"`
+				Count  int64  `json:"bid_count"`
+			}
+			decode(t, line, &r)
+			got = append(got, reference.Session{Bidder: atoi(t, r.Bidder), Start: r.Start, End: r.End, Count: r.Count})
+		}
+		reference.SortSessions(got)
+		want := reference.Q11(all, 10000)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("q11: %d sessions, want %d\n got %v\nwant %v", len(got), len(want), got, want)
+		}
+	})
+
+	t.Run("q12", func(t *testing.T) {
+		got := map[int64]int64{}
+		for _, line := range run(t, "q12.yaml", "bids") {
+			var r struct {
+				Bidder string `json:"bidder"`
+				Start  int64  `json:"window_start"`
+				End    int64  `json:"window_end"`
+				Count  int64  `json:"bid_count"`
+			}
+			decode(t, line, &r)
+			if r.End-r.Start != 10000 || r.Start%10000 != 0 {
+				t.Fatalf("q12: window [%d, %d) is not a 10 s tumbling window", r.Start, r.End)
+			}
+			got[atoi(t, r.Bidder)] += r.Count
+		}
+		// Processing-time windows depend on when the run happens; their
+		// totals per bidder do not.
+		if want := reference.Q12Totals(all); !reflect.DeepEqual(got, want) {
+			t.Errorf("q12: bids per bidder differ: %s", diff(got, want))
+		}
+	})
+}
+
+func diff(got, want map[int64]int64) string {
+	var b strings.Builder
+	for k, v := range want {
+		if got[k] != v {
+			fmt.Fprintf(&b, "bidder %d: %d, want %d; ", k, got[k], v)
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			fmt.Fprintf(&b, "bidder %d: %d, want none; ", k, v)
+		}
+	}
+	return b.String()
+}
