@@ -1,0 +1,182 @@
+package pluginbuild
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// needClang skips a test when the C toolchain is not installed.
+func needClang(t *testing.T) {
+	t.Helper()
+	if _, _, err := clangPath(context.Background()); err != nil {
+		t.Skipf("no C toolchain: %v", err)
+	}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copySDK copies the C SDK of this checkout into dir, as `weir plugin new`
+// vendors it.
+func copySDK(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"weir.h", "weir.c"} {
+		b, err := os.ReadFile(filepath.Join(moduleRoot(t), "guest-sdk", "c", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, dir, map[string]string{f: string(b)})
+	}
+}
+
+const cUpper = `#include <ctype.h>
+#include "weir.h"
+
+static void shout(const weir_record *r, weir_out *out) {
+    weir_buf *v = weir_value_begin(out);
+    for (size_t i = 0; i < r->value_len; i++)
+        weir_buf_byte(v, (uint8_t)toupper(r->value[i]));
+    weir_value_end(out);
+}
+WEIR_MAP(shout);
+`
+
+func TestDetectC(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"plugin.c": cUpper})
+	if lang, err := Detect(dir); err != nil || lang != LangC {
+		t.Fatalf("Detect = %v, %v; want c", lang, err)
+	}
+}
+
+func TestFindCSDK(t *testing.T) {
+	root := moduleRoot(t)
+	inTree := filepath.Join(root, "plugins", "conformance", "c", "uppercase")
+	sdk, err := findCSDK(inTree)
+	if err != nil || sdk.dir != filepath.Join(root, "guest-sdk", "c") || sdk.vendored {
+		t.Fatalf("in the tree: %+v, %v; want the repository's guest-sdk/c", sdk, err)
+	}
+
+	vendored := t.TempDir()
+	copySDK(t, vendored)
+	if sdk, err := findCSDK(vendored); err != nil || sdk.dir != vendored || !sdk.vendored {
+		t.Fatalf("vendored: %+v, %v", sdk, err)
+	}
+
+	outside := t.TempDir()
+	// A go.mod of another module on the way up does not count.
+	writeFiles(t, outside, map[string]string{"go.mod": "module example.com/other\n"})
+	t.Setenv(CSDKEnv, "")
+	if _, err := findCSDK(outside); err == nil || !strings.Contains(err.Error(), CSDKEnv) {
+		t.Fatalf("no SDK anywhere: err = %v, want one naming $%s", err, CSDKEnv)
+	}
+	t.Setenv(CSDKEnv, filepath.Join(root, "guest-sdk", "c"))
+	if sdk, err := findCSDK(outside); err != nil || sdk.dir != filepath.Join(root, "guest-sdk", "c") {
+		t.Fatalf("$%s: %+v, %v", CSDKEnv, sdk, err)
+	}
+	t.Setenv(CSDKEnv, outside)
+	if _, err := findCSDK(outside); err == nil {
+		t.Fatalf("$%s without the SDK: no error", CSDKEnv)
+	}
+}
+
+func TestBuildC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds C plugins")
+	}
+	needClang(t)
+	ctx := context.Background()
+	cache := t.TempDir()
+	dir := t.TempDir()
+	copySDK(t, dir)
+	writeFiles(t, dir, map[string]string{"plugin.c": cUpper})
+
+	first, err := Build(ctx, dir, Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Built || first.Cached || first.Lang != LangC {
+		t.Fatalf("first build = %+v, want a built C plugin, not cached", first)
+	}
+	b, err := os.ReadFile(first.Path)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x00asm")) {
+		t.Fatalf("built module: %v, %q...", err, b[:min(len(b), 8)])
+	}
+	again, err := Build(ctx, dir, Options{CacheDir: cache})
+	if err != nil || !again.Cached || again.Path != first.Path {
+		t.Fatalf("second build = %+v, %v; want the cached %s", again, err, first.Path)
+	}
+
+	// A change to the SDK is a new build.
+	writeFiles(t, dir, map[string]string{"weir.h": mustRead(t, filepath.Join(dir, "weir.h")) + "\n/* changed */\n"})
+	changed, err := Build(ctx, dir, Options{CacheDir: cache})
+	if err != nil || changed.Cached || changed.Path == first.Path {
+		t.Fatalf("after an SDK change = %+v, %v; want a new build", changed, err)
+	}
+
+	// Compiler errors are part of the error.
+	writeFiles(t, dir, map[string]string{"plugin.c": cUpper + "\nthis is not C\n"})
+	_, err = Build(ctx, dir, Options{CacheDir: cache})
+	if err == nil || !strings.Contains(err.Error(), "c build failed") || !strings.Contains(err.Error(), "plugin.c") {
+		t.Fatalf("broken source: err = %v", err)
+	}
+}
+
+// TestBuildCInTree builds a conformance plugin that takes the SDK from the
+// repository's guest-sdk/c.
+func TestBuildCInTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds C plugins")
+	}
+	needClang(t)
+	dir := filepath.Join(moduleRoot(t), "plugins", "conformance", "c", "uppercase")
+	src, err := Build(context.Background(), dir, Options{CacheDir: t.TempDir()})
+	if err != nil || src.Lang != LangC {
+		t.Fatalf("Build = %+v, %v", src, err)
+	}
+}
+
+func TestBuildCWithoutClang(t *testing.T) {
+	clangOK.Lock()
+	saved := clangOK.path
+	clangOK.path = ""
+	clangOK.Unlock()
+	t.Cleanup(func() {
+		clangOK.Lock()
+		if clangOK.path == "" {
+			clangOK.path = saved
+		}
+		clangOK.Unlock()
+	})
+	dir := t.TempDir()
+	copySDK(t, dir)
+	writeFiles(t, dir, map[string]string{"plugin.c": cUpper})
+	t.Setenv("PATH", t.TempDir())
+	_, err := Build(context.Background(), dir, Options{CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "scripts/install-toolchains.sh") {
+		t.Fatalf("err = %v, want one pointing at scripts/install-toolchains.sh", err)
+	}
+	if _, err := exec.LookPath("clang"); err == nil {
+		t.Fatal("clang found on an empty PATH")
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
