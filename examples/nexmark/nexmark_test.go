@@ -1,6 +1,7 @@
 package nexmark_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -122,30 +123,9 @@ func TestQueries(t *testing.T) {
 		}
 	})
 
-	t.Run("q5", func(t *testing.T) {
-		var got []reference.Q5Row
-		for _, line := range run(t, "q5.yaml", "bids") {
-			var r struct {
-				Start    int64 `json:"window_start"`
-				End      int64 `json:"window_end"`
-				Num      int64 `json:"num"`
-				Auctions []struct {
-					Auction string `json:"auction"`
-				} `json:"auctions"`
-			}
-			decode(t, line, &r)
-			row := reference.Q5Row{Start: r.Start, End: r.End, Num: r.Num}
-			for _, a := range r.Auctions {
-				row.Auctions = append(row.Auctions, atoi(t, a.Auction))
-			}
-			slices.Sort(row.Auctions)
-			got = append(got, row)
-		}
-		want := reference.Q5(all, 10000, 2000)
-		if len(want) < 20 || !reflect.DeepEqual(got, want) {
-			t.Errorf("q5:\n got %v\nwant %v", got, want)
-		}
-	})
+	for _, par := range []string{"1", "2"} {
+		t.Run("q5 parallelism "+par, func(t *testing.T) { t.Setenv("WEIR_ENGINE_PARALLELISM", par); checkQ5(t, all) })
+	}
 
 	t.Run("q7", func(t *testing.T) {
 		type bid struct {
@@ -231,4 +211,33 @@ func diff(got, want map[int64]int64) string {
 		}
 	}
 	return b.String()
+}
+
+// checkQ5 runs q5 and compares its rows, in window order, with the
+// reference.
+func checkQ5(t *testing.T, all []reference.Bid) {
+	t.Helper()
+	var got []reference.Q5Row
+	for _, line := range run(t, "q5.yaml", "bids") {
+		var r struct {
+			Start    int64 `json:"window_start"`
+			End      int64 `json:"window_end"`
+			Num      int64 `json:"num"`
+			Auctions []struct {
+				Auction string `json:"auction"`
+			} `json:"auctions"`
+		}
+		decode(t, line, &r)
+		row := reference.Q5Row{Start: r.Start, End: r.End, Num: r.Num}
+		for _, a := range r.Auctions {
+			row.Auctions = append(row.Auctions, atoi(t, a.Auction))
+		}
+		slices.Sort(row.Auctions)
+		got = append(got, row)
+	}
+	slices.SortFunc(got, func(a, b reference.Q5Row) int { return cmp.Compare(a.Start, b.Start) })
+	want := reference.Q5(all, 10000, 2000)
+	if len(want) < 20 || !reflect.DeepEqual(got, want) {
+		t.Errorf("q5:\n got %v\nwant %v", got, want)
+	}
 }
