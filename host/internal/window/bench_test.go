@@ -7,6 +7,9 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +96,9 @@ func BenchmarkSlidingCount(b *testing.B) {
 // 1M keys of state (set WEIR_BENCH_KEYS for another count): opening the
 // checkpointed badger store, whose recovery finds nothing to roll back,
 // and Restore, which rebuilds every open window from it. It reports the
-// time to ready and the Go heap the restored operator holds per key.
+// time to ready and the Go heap the restored operator holds per key:
+// unbounded, every key's state; bounded (MaxKeysInMemory 10000), the
+// pane index only.
 func BenchmarkRestart(b *testing.B) {
 	n := 1_000_000
 	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
@@ -139,34 +144,207 @@ func BenchmarkRestart(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	var heap float64
-	b.ResetTimer()
+	for _, bound := range []int{0, 10_000} {
+		name := "unbounded"
+		if bound > 0 {
+			name = fmt.Sprintf("MaxKeysInMemory=%d", bound)
+		}
+		b.Run(name, func(b *testing.B) {
+			var heap float64
+			for range b.N {
+				start := time.Now()
+				st := open()
+				c := cfg
+				c.Store, c.MaxKeysInMemory = st, bound
+				op, err := New(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				if err := op.Restore(ctx, base, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s/restart")
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+				switch got := len(op.keys); {
+				case bound == 0 && got != n:
+					b.Fatalf("restored %d keys, want %d", got, n)
+				case bound > 0 && got > bound:
+					b.Fatalf("%d keys in memory, want at most %d", got, bound)
+				}
+				if bound > 0 && (len(op.slices) != 1 || op.slices[0].filter.n != n) {
+					b.Fatalf("the index lists %d panes, want 1 with %d keys", len(op.slices), n)
+				}
+				op.Close(ctx)
+				st.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(heap/float64(n), "heap-B/key")
+		})
+	}
+}
+
+// BenchmarkWindow10MKeys is issue 5's acceptance test: a tumbling window
+// operator holding 10M keys (set WEIR_BENCH_KEYS for another count) on a
+// badger store, with MaxKeysInMemory 100000. It is skipped unless
+// WEIR_BENCH_10M=1, since it takes minutes.
+//
+// It feeds one record for each of the keys, in batches of 512, without a
+// watermark, so that every key's window is open at once; the keys' event
+// times spread over 100 one-minute windows, so that firing them, one
+// watermark per window, emits 100k results at a time (one OnWatermark
+// closing all 10M windows would emit them in one Output, whose records
+// alone take gigabytes). Then it fires every window, reading each key back
+// from the store. It reports the feeding rate (events/s), the rate of the
+// whole run including the firing (total-events/s), the peak RSS of the
+// process (VmHWM) after feeding and at the end, the peaks of its anonymous
+// and file-backed (badger's memory-mapped tables) parts and of the Go
+// runtime's memory, sampled every 100 ms, and the Go heap in use after
+// feeding, per key. Most of the heap is badger's (memtables, caches) and
+// the garbage the collector lets accumulate: run it with GOMEMLIMIT set,
+// as a deployment with a memory bound would be, to hold the heap down.
+func BenchmarkWindow10MKeys(b *testing.B) {
+	if os.Getenv("WEIR_BENCH_10M") != "1" {
+		b.Skip("set WEIR_BENCH_10M=1 to run")
+	}
+	n := 10_000_000
+	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
+		fmt.Sscan(s, &n)
+	}
+	const (
+		windows   = 100
+		batchSize = 512
+		bound     = 100_000
+	)
+	size := time.Minute
+	base := time.Date(2024, 3, 17, 9, 0, 0, 0, time.UTC).UnixMilli()
+	perWindow := (n + windows - 1) / windows
+	ctx := context.Background()
 	for range b.N {
-		start := time.Now()
-		st := open()
-		c := cfg
-		c.Store = st
-		op, err := New(c)
+		st, err := state.OpenBadger(state.BadgerOptions{Dir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		if err := op.Restore(ctx, base, nil); err != nil {
+		op, err := New(Config{Name: "sum", Kind: Tumbling, Size: size, Store: st, MaxKeysInMemory: bound,
+			Aggregates: []Aggregate{{Func: AggSum, Field: []string{"amount"}, As: "total"}, {Func: AggCount, As: "n"}}})
+		if err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(time.Since(start).Seconds(), "s/restart")
-		b.StopTimer()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
-		if got := len(op.keys); got != n {
-			b.Fatalf("restored %d keys, want %d", got, n)
+		// Sample the process's resident memory, anonymous (the Go heap,
+		// badger's allocations) and file-backed (badger's memory-mapped
+		// tables, which the kernel can reclaim), as the run goes.
+		var peakAnon, peakFile, peakGo, peakLive atomic.Int64
+		samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			t := time.NewTicker(100 * time.Millisecond)
+			defer t.Stop()
+			for {
+				anon, file := rss(b)
+				peakAnon.Store(max(peakAnon.Load(), anon))
+				peakFile.Store(max(peakFile.Load(), file))
+				metrics.Read(samples)
+				peakGo.Store(max(peakGo.Load(), int64(samples[0].Value.Uint64())))
+				peakLive.Store(max(peakLive.Load(), int64(samples[1].Value.Uint64())))
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		batch := make([]record.Record, batchSize)
+		keyBuf := make([]byte, 0, batchSize*16)
+		value := []byte(`{"amount":12.5}`)
+		var out wasm.Output
+		start := time.Now()
+		for i := 0; i < n; i += batchSize {
+			m := min(batchSize, n-i)
+			keyBuf = keyBuf[:0]
+			for j := range m {
+				k := len(keyBuf)
+				keyBuf = fmt.Appendf(keyBuf, "customer-%08d", i+j)
+				w := int64((i + j) / perWindow)
+				batch[j] = record.Record{Key: keyBuf[k:len(keyBuf):len(keyBuf)], Value: value,
+					Timestamp: base + w*size.Milliseconds() + int64(j)}
+			}
+			if err := op.Process(ctx, batch[:m], &out); err != nil {
+				b.Fatal(err)
+			}
+			if len(out.Records) > 0 || len(out.Dead) > 0 {
+				b.Fatalf("feeding emitted %d results and %d dead letters", len(out.Records), len(out.Dead))
+			}
 		}
+		fed := time.Since(start)
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "fed-peak-RSS-MiB")
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse)/float64(n), "heap-B/key")
+		b.ReportMetric(float64(len(op.keys)), "keys-in-memory")
+		results := 0
+		for w := range int64(windows) {
+			if err := op.OnWatermark(ctx, base+(w+1)*size.Milliseconds()-1, &out); err != nil {
+				b.Fatal(err)
+			}
+			results += len(out.Records)
+			out.Reset()
+		}
+		if err := op.OnWatermark(ctx, math.MaxInt64, &out); err != nil {
+			b.Fatal(err)
+		}
+		results += len(out.Records)
+		total := time.Since(start)
+		if results != n {
+			b.Fatalf("%d results, want %d", results, n)
+		}
+		b.ReportMetric(float64(n)/fed.Seconds(), "events/s")
+		b.ReportMetric(float64(n)/total.Seconds(), "total-events/s")
+		close(stop)
+		<-sampled
+		b.ReportMetric(float64(peakRSS(b))/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(float64(peakAnon.Load())/(1<<20), "peak-anon-RSS-MiB")
+		b.ReportMetric(float64(peakFile.Load())/(1<<20), "peak-file-RSS-MiB")
+		b.ReportMetric(float64(peakGo.Load())/(1<<20), "peak-Go-MiB")
+		b.ReportMetric(float64(peakLive.Load())/(1<<20), "peak-heap-objects-MiB")
 		op.Close(ctx)
-		st.Close()
-		b.StartTimer()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
-	b.ReportMetric(heap/float64(n), "heap-B/key")
+}
+
+// peakRSS returns the process's peak resident set size, VmHWM, in bytes.
+func peakRSS(b *testing.B) int64 { return procStatus(b, "VmHWM:") }
+
+// rss returns the process's resident memory, anonymous and file-backed,
+// in bytes.
+func rss(b *testing.B) (anon, file int64) {
+	return procStatus(b, "RssAnon:"), procStatus(b, "RssFile:")
+}
+
+// procStatus returns the field of /proc/self/status, in kB, in bytes.
+func procStatus(b *testing.B, field string) int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err != nil {
+				b.Error(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Errorf("no %s in /proc/self/status", field)
+	return 0
 }

@@ -222,6 +222,14 @@ type Config struct {
 	Store state.Store
 	// Clock tells processing time, for Emit Every; default time.Now.
 	Clock func() time.Time
+	// MaxKeysInMemory bounds the record keys whose accumulators the
+	// operator keeps in memory between calls; 0, the default, means no
+	// bound. With a bound the Store is authoritative: the least recently
+	// used keys are dropped from memory (their state is already written
+	// through) and read back from the Store when next needed, and memory
+	// holds, besides them, a compact index of what is open. See the
+	// package documentation, # State.
+	MaxKeysInMemory int
 }
 
 // millis returns d in whole milliseconds, or an error naming field.
@@ -257,6 +265,9 @@ func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
 	}
 	if c.Store == nil {
 		check(errors.New("Store is required"))
+	}
+	if c.MaxKeysInMemory < 0 {
+		check(fmt.Errorf("MaxKeysInMemory is negative (%d)", c.MaxKeysInMemory))
 	}
 	// unused reports a setting that the kind does not take.
 	unused := func(field string, set bool) {

@@ -13,7 +13,16 @@ func (o *Operator) addCount(rec *record.Record, out *wasm.Output) error {
 		o.dead(rec, reason, out)
 		return nil
 	}
-	ks := o.create(rec.Key)
+	ks := o.lookup(rec.Key)
+	if ks == nil && o.bounded {
+		var err error
+		if ks, err = o.load(rec.Key); err != nil {
+			return err
+		}
+	}
+	if ks == nil {
+		ks = o.create(rec.Key)
+	}
 	if len(ks.units) == 0 {
 		ks.units = append(ks.units, unit{acc: o.newAcc()})
 	}

@@ -186,8 +186,9 @@
 // is open — for time windows the panes ordered by start with the keys that
 // have data in each, for sessions a min-heap of keys by their next firing
 // or purge (then by key) — lets OnWatermark find what to fire without
-// scanning the store. Memory is authoritative while running: the operator
-// never reads the store back.
+// scanning the store. By default memory is authoritative while running:
+// the operator never reads the store back, and holds every open key's
+// accumulators (a few hundred bytes a key).
 //
 // After a restart, Restore rebuilds it all from the store, given the
 // watermark the store was checkpointed at: it scans the keys under the
@@ -205,7 +206,48 @@
 // on its type.
 //
 // A key whose last pane a purge removed stays in memory, empty, until the
-// next purge, since most keys come back in the next window.
+// next purge (or, in bounded mode, until evicted), since most keys come
+// back in the next window.
+//
+// # Bounded memory
+//
+// With Config.MaxKeysInMemory set, the store is authoritative and memory
+// holds a bounded working set: at most MaxKeysInMemory keys' accumulators
+// between calls, the least recently used evicted first. Evicting a key
+// only drops it from memory, since its state is already written through;
+// the next record for it, or the watermark that fires its windows, reads
+// its units back from the store with Store.Get, one per unit (a time
+// window key's panes, a session key's sessions, a count window). Besides
+// the working set, memory holds a compact index: for time windows, each
+// open pane's keys as length-prefixed bytes in one buffer, in the order
+// they had data, and Bloom filters of their hashes (one per pane and one
+// over all panes, 16 bits a key each), so that a key seen for the first
+// time costs no store read and one not in memory costs a Get only for the
+// panes it may be in (a false positive, about 0.2% of them, costs a Get
+// that finds nothing); for sessions, the timer heap, whose entries hold
+// each key's bytes, its next firing and its sessions' starts. That is 5
+// to 9 bytes a key besides its bytes for time windows (against ~450
+// unbounded), about 150 for sessions; count windows fire in Process and
+// need no index (a key not in memory costs one Get). A watermark that
+// fires many keys evicts as it goes, so firing millions of keys stays
+// within the bound (its output, of course, does not, nor the one Apply
+// that deletes a purged pane's units, a mutation for each of its keys).
+//
+// A few keys are never evicted, and can take the working set beyond the
+// bound: the keys the current call changed, until its Apply; in mode Every,
+// the keys with results pending until the next early results (so the
+// working set can grow by the keys changed in one EmitInterval); and the
+// nil key. Everything that is emitted, and in which order, is exactly as
+// without a bound: the order of keys within a pane, the session timers
+// and the pending ranks are the state's, not memory's. A bound is worth
+// having with a store larger than memory, such as state.Badger, whose own
+// caches it adds to: a Get that misses Badger's cache costs microseconds,
+// so a working set that holds the keys of recent records keeps throughput
+// up. With state.Memory a bound saves nothing, since the store holds it
+// all anyway. Restore in bounded mode reads every unit once, to rebuild
+// the index, and keeps in memory only the keys it must (the nil key, and
+// in mode Every the keys with pending early results), so that restarting
+// stays within the bound too.
 //
 // # Concurrency
 //

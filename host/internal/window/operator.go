@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -48,6 +49,20 @@ type Operator struct {
 	pendSeq, mark uint64
 	begun         bool // Process, OnWatermark or Restore was called
 
+	// Bounded mode (Config.MaxKeysInMemory > 0): o.keys holds at most max
+	// keys between calls, besides those pinned (changed by the current
+	// call, or pending in mode Every) and the nil key, which are never
+	// evicted. lruHead and lruTail list the evictable keys, most recently
+	// used first. The pane index then lists keys by bytes (slice.arena)
+	// rather than by pointer, and the session timers outlive their keys'
+	// state in memory: timerKeys finds a key's timer.
+	bounded          bool
+	max              int
+	lruHead, lruTail *keyState
+	seed             maphash.Seed
+	filter           bloom // the hashes of every pane's keys (and purged ones')
+	timerKeys        map[string]*timerEnt
+
 	// Reused from call to call.
 	values    []wjson.Value
 	inputs    []input
@@ -76,9 +91,27 @@ type keyState struct {
 	deleted []int64 // starts of stored units the current call removed
 	dirty   bool    // listed in Operator.dirty
 	pending bool    // listed in Operator.pending
+	linked  bool    // bounded mode: in the LRU list (prev, next)
 	stamp   uint64
-	heapIdx int   // sessions: index in Operator.timers, or -1
-	timer   int64 // sessions: when the next session fires or is purged
+	te      *timerEnt // sessions: the key's timer, or nil
+	lru     *lruNode  // bounded mode: the key's links in the LRU list
+}
+
+// lruNode links a key into the LRU list of bounded mode. It is apart from
+// keyState so that keyState stays as small without a bound.
+type lruNode struct{ prev, next *keyState }
+
+// timerEnt is a session key's entry in Operator.timers: when its next
+// session fires or is purged. In bounded mode it outlives the key's state
+// in memory (ks is then nil), and starts lists the key's sessions, so that
+// their state can be read back from the store.
+type timerEnt struct {
+	key    string
+	global bool
+	timer  int64
+	idx    int       // index in Operator.timers, or -1
+	ks     *keyState // the key's state, while in memory
+	starts []int64   // bounded mode: the starts of the key's sessions
 }
 
 // unit is one accumulator of a key: a pane [start, start+pane), a session
@@ -104,11 +137,17 @@ type acc struct {
 }
 
 // slice lists the keys with data in the pane starting at start, in the
-// order their panes were created.
+// order their panes were created: by pointer in keys, or in bounded mode
+// by bytes in arena, each key as uvarint(len+1) and its bytes, the nil key
+// as uvarint(0). filter then holds the hashes of arena's non-nil keys, to
+// tell cheaply that a key has no state in the pane.
 type slice struct {
-	start int64
-	keys  []*keyState
-	next  uint32 // the seq of the next pane created (saturating)
+	start  int64
+	keys   []*keyState
+	arena  []byte
+	filter bloom
+	order  []restoreRef // Restore in bounded mode: arena's keys by seq
+	next   uint32       // the seq of the next pane created (saturating)
 }
 
 // rankedKey is a pending key and its rank, the least of its pending units'.
@@ -129,6 +168,10 @@ func New(cfg Config) (*Operator, error) {
 	}
 	o := &Operator{cfg: cfg, size: size, slide: slide, gap: gap, late: late,
 		custom: cfg.Custom, wm: noWatermark, keys: make(map[string]*keyState)}
+	if cfg.MaxKeysInMemory > 0 {
+		o.bounded, o.max, o.seed = true, cfg.MaxKeysInMemory, maphash.MakeSeed()
+		o.timerKeys = make(map[string]*timerEnt)
+	}
 	switch cfg.Kind {
 	case Tumbling:
 		o.pane = size
@@ -173,6 +216,7 @@ func (o *Operator) Name() string { return o.cfg.Name }
 // the state of windows still open stays in the Store.
 func (o *Operator) Close(context.Context) error {
 	o.keys, o.global, o.slices, o.timers, o.dirty, o.pending, o.idle = nil, nil, nil, nil, nil, nil, nil
+	o.lastSlice, o.freeSlice, o.lruHead, o.lruTail, o.timerKeys = nil, nil, nil, nil, nil
 	return nil
 }
 
@@ -192,7 +236,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 		case Count:
 			err = o.addCount(&in[i], out)
 		default:
-			o.addTime(&in[i], out)
+			err = o.addTime(&in[i], out)
 		}
 		if err != nil {
 			return err
@@ -365,12 +409,15 @@ func (o *Operator) create(k []byte) *keyState {
 	if ks := o.lookup(k); ks != nil {
 		return ks
 	}
-	ks := &keyState{key: string(k), global: k == nil, heapIdx: -1}
+	ks := &keyState{key: string(k), global: k == nil}
 	ks.units = ks.one[:0]
 	if k == nil {
 		o.global = ks
 	} else {
 		o.keys[ks.key] = ks
+		if o.bounded {
+			o.link(ks)
+		}
 	}
 	return ks
 }
@@ -383,6 +430,9 @@ func (o *Operator) drop(ks *keyState) {
 		}
 	} else if o.keys[ks.key] == ks {
 		delete(o.keys, ks.key)
+		if ks.linked {
+			o.unlink(ks)
+		}
 	}
 }
 
@@ -392,6 +442,9 @@ func (o *Operator) changed(ks *keyState, u *unit) {
 	if !ks.dirty {
 		ks.dirty = true
 		o.dirty = append(o.dirty, ks)
+		if ks.linked {
+			o.unlink(ks) // pinned until flush
+		}
 	}
 	if o.cfg.Emit == Every {
 		if u.rank == 0 {
@@ -474,6 +527,9 @@ func (o *Operator) tick(out *wasm.Output) error {
 	o.sortPending()
 	for _, ks := range o.pending {
 		ks.pending = false
+		if o.bounded && !ks.global && o.keys[ks.key] == ks {
+			o.link(ks)
+		}
 		o.ends = o.ends[:0]
 		for i := range ks.units {
 			u := &ks.units[i]
@@ -533,7 +589,7 @@ func (o *Operator) sortPending() {
 		case a.rank > b.rank:
 			return 1
 		}
-		return compareKeys(a.ks, b.ks)
+		return compareKeys(a.ks.global, b.ks.global, a.ks.key, b.ks.key)
 	}
 	if !slices.IsSortedFunc(r, cmp) {
 		slices.SortFunc(r, cmp)
@@ -545,15 +601,16 @@ func (o *Operator) sortPending() {
 	o.ranked = r[:0]
 }
 
-// compareKeys orders keys: the nil key first, then by bytes.
-func compareKeys(a, b *keyState) int {
+// compareKeys orders keys a and b, nil if aNil (bNil): the nil key first,
+// then by bytes.
+func compareKeys(aNil, bNil bool, a, b string) int {
 	switch {
-	case a.global && !b.global:
+	case aNil && !bNil:
 		return -1
-	case b.global && !a.global:
+	case bNil && !aNil:
 		return 1
 	}
-	return strings.Compare(a.key, b.key)
+	return strings.Compare(a, b)
 }
 
 // emitEnds emits ks's time windows ending at o.ends, once each, in order.
@@ -733,6 +790,19 @@ func decodeMeta(b []byte) (mark uint64, next int64, err error) {
 // stateKey returns the store key of ks's unit starting at start, in
 // o.keyBuf.
 func (o *Operator) stateKey(ks *keyState, start int64) []byte {
+	var rk []byte
+	if !ks.global {
+		rk = unsafe.Slice(unsafe.StringData(ks.key), len(ks.key))
+		if rk == nil {
+			rk = []byte{}
+		}
+	}
+	return o.unitKey(rk, start)
+}
+
+// unitKey returns the store key of record key rk's unit starting at start
+// (nil rk: the nil key), in o.keyBuf.
+func (o *Operator) unitKey(rk []byte, start int64) []byte {
 	var uk [9]byte
 	n := 1
 	switch o.cfg.Kind {
@@ -747,11 +817,8 @@ func (o *Operator) stateKey(ks *keyState, start int64) []byte {
 		binary.BigEndian.PutUint64(uk[1:], uint64(start)^1<<63) // sorts by start
 		n = 9
 	}
-	var rk []byte
-	if ks.global {
+	if rk == nil {
 		uk[0] |= tagNilKey
-	} else {
-		rk = unsafe.Slice(unsafe.StringData(ks.key), len(ks.key))
 	}
 	o.keyBuf = state.Key(o.keyBuf[:0], o.cfg.Name, rk, uk[:n])
 	return o.keyBuf
@@ -878,6 +945,8 @@ func (o *Operator) flush() error {
 			o.freeAcc(&ks.units[0].acc)
 			ks.units = ks.units[:0]
 			o.drop(ks)
+		} else if o.bounded && !ks.global && o.keys[ks.key] == ks {
+			o.link(ks)
 		}
 	}
 	clear(o.dirty)
@@ -885,6 +954,7 @@ func (o *Operator) flush() error {
 	if err := applyMutations(o.cfg.Store, &o.muts, &o.arena); err != nil {
 		return fmt.Errorf("window %q: writing state: %w", o.cfg.Name, err)
 	}
+	o.evict()
 	return nil
 }
 

@@ -271,18 +271,28 @@ func TestProperty(t *testing.T) {
 	for _, c := range configs {
 		t.Run(c.String(), func(t *testing.T) {
 			for seed := range seeds {
-				runProperty(t, c, uint64(seed))
+				want := runProperty(t, c, uint64(seed), 0)
+				// Bounded mode, with keys evicted and read back all the
+				// time, emits exactly what the unbounded operator does.
+				for _, bound := range []int{1, 3} {
+					got := runProperty(t, c, uint64(seed), bound)
+					equalStrings(t, fmt.Sprintf("seed %d, MaxKeysInMemory %d", seed, bound), got, want)
+				}
 			}
 		})
 	}
 }
 
-func runProperty(t *testing.T, c propConfig, seed uint64) {
+// runProperty runs one random stream through an operator with the given
+// MaxKeysInMemory, checks it against the reference, and returns what the
+// operator emitted, in order.
+func runProperty(t *testing.T, c propConfig, seed uint64, bound int) []string {
 	rng := rand.New(rand.NewPCG(seed, uint64(c.kind)))
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg := Config{Kind: c.kind, Size: time.Duration(c.size) * time.Millisecond, Slide: time.Duration(c.slide) * time.Millisecond,
 		Gap: time.Duration(c.gap) * time.Millisecond, Count: c.count, AllowedLateness: time.Duration(c.late) * time.Millisecond,
-		Emit: c.emit, TimeFormat: EpochMillis, Aggregates: propAggs, Clock: func() time.Time { return now }}
+		Emit: c.emit, TimeFormat: EpochMillis, Aggregates: propAggs, Clock: func() time.Time { return now },
+		MaxKeysInMemory: bound}
 	if c.emit == Every {
 		cfg.EmitInterval = 200 * time.Millisecond
 	}
@@ -330,7 +340,11 @@ func runProperty(t *testing.T, c propConfig, seed uint64) {
 
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d: "+format, append([]any{seed}, args...)...)
+		t.Fatalf("seed %d, MaxKeysInMemory %d: "+format, append([]any{seed, bound}, args...)...)
+	}
+	var log []string
+	for _, d := range h.dead {
+		log = append(log, fmt.Sprintf("dead #%d %s", d.Record.Origin.Offset, d.Reason))
 	}
 	// Dead letters: exactly the late records.
 	gotLate := map[int64]bool{}
@@ -355,6 +369,7 @@ func runProperty(t *testing.T, c propConfig, seed uint64) {
 	emissions := map[winID]int{}
 	lastN := map[winID]int64{}
 	for _, r := range h.take() {
+		log = append(log, fmt.Sprintf("%q nil=%v @%d %s", r.Key, r.NilKey, r.TS, r.Value))
 		v := []byte(r.Value)
 		s, _ := wjson.Get(v, "window_start")
 		e, _ := wjson.Get(v, "window_end")
@@ -414,4 +429,8 @@ func runProperty(t *testing.T, c propConfig, seed uint64) {
 	if n, entry := h.store.Len(), c.emit == Every; c.kind != Count && n != 0 && !(entry && n == 1) {
 		fail("store holds %d keys after the final watermark", n)
 	}
+	if bound > 0 && len(h.op.keys) > bound {
+		fail("%d keys in memory", len(h.op.keys))
+	}
+	return log
 }

@@ -1,6 +1,8 @@
 package window
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -113,6 +115,18 @@ func (o *Operator) Restore(ctx context.Context, wm int64, owns func(recordKey []
 		haveMeta bool
 	)
 	n := 0
+	// In bounded mode a key's units are gathered in grp (a key's entries
+	// are adjacent in the scan) and indexed together; the key stays in
+	// memory only if it must (restoreKey).
+	var grp *keyState
+	endGroup := func() error {
+		if grp == nil {
+			return nil
+		}
+		g := grp
+		grp = nil
+		return o.restoreKey(g, haveMeta, mark)
+	}
 	err := sc.Scan(prefix, func(key, value []byte) error {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -125,8 +139,28 @@ func (o *Operator) Restore(ctx context.Context, wm int64, owns func(recordKey []
 			haveMeta = true
 			return nil
 		}
+		var (
+			u    unit
+			keep bool
+		)
 		if err == nil {
-			err = o.restoreUnit(rk, uk, value, owns)
+			u, keep, err = o.restoreUnit(rk, uk, value, owns)
+		}
+		if err == nil && keep {
+			if !o.bounded {
+				err = o.placeUnit(o.create(rk), u)
+			} else {
+				if grp != nil && (grp.global != (rk == nil) || grp.key != string(rk)) {
+					if err := endGroup(); err != nil {
+						return err
+					}
+				}
+				if grp == nil {
+					grp = &keyState{key: string(rk), global: rk == nil}
+					grp.units = grp.one[:0]
+				}
+				err = o.placeUnit(grp, u)
+			}
 		}
 		if err != nil {
 			what := ""
@@ -137,18 +171,22 @@ func (o *Operator) Restore(ctx context.Context, wm int64, owns func(recordKey []
 		}
 		return nil
 	})
+	if err == nil {
+		err = endGroup()
+	}
 	if err != nil {
 		return fmt.Errorf("window %q: restoring state: %w", o.cfg.Name, err)
 	}
 	if err := o.rebuild(mark, next, haveMeta); err != nil {
 		return fmt.Errorf("window %q: restoring state: %w", o.cfg.Name, err)
 	}
+	o.evict()
 	return nil
 }
 
-// restoreUnit decodes one unit's entry and adds it to its key, unless owns
-// rejects the key.
-func (o *Operator) restoreUnit(rk, uk, value []byte, owns func([]byte) bool) error {
+// restoreUnit decodes one unit's entry, unless owns rejects its key (keep
+// false).
+func (o *Operator) restoreUnit(rk, uk, value []byte, owns func([]byte) bool) (u unit, keep bool, err error) {
 	tag := uk[0] &^ tagNilKey
 	want := byte(tagPane)
 	switch o.cfg.Kind {
@@ -158,48 +196,108 @@ func (o *Operator) restoreUnit(rk, uk, value []byte, owns func([]byte) bool) err
 		want = tagCount
 	}
 	if tag != want {
-		return fmt.Errorf("the entry is %s, but this is a %v window operator", tagText(tag), o.cfg.Kind)
+		return u, false, fmt.Errorf("the entry is %s, but this is a %v window operator", tagText(tag), o.cfg.Kind)
 	}
 	if owns != nil && !owns(rk) {
-		return nil
+		return u, false, nil
 	}
 	var start int64
 	if o.cfg.Kind == Count {
 		if len(uk) != 1 {
-			return errors.New("malformed key: a count window's user key is its tag alone")
+			return u, false, errors.New("malformed key: a count window's user key is its tag alone")
 		}
 	} else {
 		if len(uk) != 9 {
-			return fmt.Errorf("malformed key: user key of %d bytes, want 9", len(uk))
+			return u, false, fmt.Errorf("malformed key: user key of %d bytes, want 9", len(uk))
 		}
 		start = int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63)
 	}
-	u, err := o.decodeUnit(value, start)
+	u, err = o.decodeUnit(value, start)
 	if err != nil {
-		return fmt.Errorf("%s starting at %d: value %x does not decode: %w", tagText(tag), start, value, err)
+		return u, false, fmt.Errorf("%s starting at %d: value %x does not decode: %w", tagText(tag), start, value, err)
 	}
 	switch o.cfg.Kind {
 	case Session:
 		if u.end <= u.start {
-			return fmt.Errorf("session starting at %d: end %d is not after its start: %w", start, u.end, errCorrupt)
+			return u, false, fmt.Errorf("session starting at %d: end %d is not after its start: %w", start, u.end, errCorrupt)
 		}
 	case Count:
 		if u.n <= 0 || u.end <= u.start {
-			return fmt.Errorf("count window of %d records over [%d, %d): %w", u.n, u.start, u.end, errCorrupt)
+			return u, false, fmt.Errorf("count window of %d records over [%d, %d): %w", u.n, u.start, u.end, errCorrupt)
 		}
 	default:
 		if start > maxTime || start < -maxTime-o.pane || floorDiv(start, o.pane)*o.pane != start {
 			o.freeAcc(&u.acc)
-			return fmt.Errorf("pane starting at %d: the start is not a multiple of the pane length, %d ms (did the window's Size or Slide change?)", start, o.pane)
+			return u, false, fmt.Errorf("pane starting at %d: the start is not a multiple of the pane length, %d ms (did the window's Size or Slide change?)", start, o.pane)
 		}
 	}
 	u.stored = true
-	ks := o.create(rk)
+	return u, true, nil
+}
+
+// placeUnit adds restored unit u to ks.
+func (o *Operator) placeUnit(ks *keyState, u unit) error {
 	i, found := ks.find(u.start)
 	if found || o.cfg.Kind == Count && len(ks.units) > 0 {
 		return fmt.Errorf("a second unit starting at %d for the key", u.start)
 	}
 	ks.units = slices.Insert(ks.units, i, u)
+	return nil
+}
+
+// restoreKey indexes the units Restore read for one key, in bounded mode,
+// and keeps the key in memory if it must be: the nil key, and in mode Every
+// a key with units pending early results (or any key, before the operator
+// entry, which holds the mark, is read). Other keys are read back from the
+// store when needed.
+func (o *Operator) restoreKey(ks *keyState, haveMeta bool, mark uint64) error {
+	switch o.cfg.Kind {
+	case Session:
+		if err := o.checkSessions(ks); err != nil {
+			return err
+		}
+		o.schedule(ks)
+	case Count:
+	default:
+		for i := range ks.units {
+			sl := o.sliceAt(ks.units[i].start)
+			sl.order = append(sl.order, restoreRef{seq: ks.units[i].seq, off: len(sl.arena)})
+			o.indexKey(sl, ks)
+		}
+	}
+	keep := ks.global
+	if o.cfg.Emit == Every {
+		keep = keep || !haveMeta
+		for i := range ks.units {
+			keep = keep || ks.units[i].rank > mark
+		}
+	}
+	if keep {
+		if ks.global {
+			o.global = ks
+		} else {
+			o.keys[ks.key] = ks
+			o.link(ks)
+		}
+		return nil
+	}
+	for i := range ks.units {
+		o.freeAcc(&ks.units[i].acc)
+	}
+	if ks.te != nil {
+		ks.te.ks, ks.te = nil, nil
+	}
+	return nil
+}
+
+// checkSessions checks that ks's sessions do not overlap.
+func (o *Operator) checkSessions(ks *keyState) error {
+	for i := 1; i < len(ks.units); i++ {
+		if a, b := &ks.units[i-1], &ks.units[i]; b.start <= a.end {
+			return fmt.Errorf("record key %s: sessions [%d, %d) and [%d, %d) overlap: %w",
+				keyText(ks.recordKey()), a.start, a.end, b.start, b.end, errCorrupt)
+		}
+	}
 	return nil
 }
 
@@ -224,15 +322,16 @@ func (o *Operator) rebuild(mark uint64, next int64, haveMeta bool) error {
 			if !ks.pending {
 				ks.pending = true
 				o.pending = append(o.pending, ks)
+				o.unlink(ks)
 			}
+		}
+		if o.bounded {
+			return // indexed by restoreKey
 		}
 		switch o.cfg.Kind {
 		case Session:
-			for i := 1; i < len(ks.units); i++ {
-				if a, b := &ks.units[i-1], &ks.units[i]; b.start <= a.end && err == nil {
-					err = fmt.Errorf("record key %s: sessions [%d, %d) and [%d, %d) overlap: %w",
-						keyText(ks.recordKey()), a.start, a.end, b.start, b.end, errCorrupt)
-				}
+			if e := o.checkSessions(ks); e != nil && err == nil {
+				err = e
 			}
 			o.schedule(ks)
 		case Count:
@@ -247,6 +346,11 @@ func (o *Operator) rebuild(mark uint64, next int64, haveMeta bool) error {
 		return err
 	}
 	o.sortPending()
+	if o.bounded {
+		o.sortArenas()
+		o.lastSlice = nil
+		return nil
+	}
 	// Each pane's keys in the order they had data, as when they were added.
 	for _, sl := range o.slices {
 		seq := func(ks *keyState) uint32 {
@@ -260,7 +364,7 @@ func (o *Operator) rebuild(mark uint64, next int64, haveMeta bool) error {
 				}
 				return 1
 			}
-			return compareKeys(a, b) // ties only from several instances' state
+			return compareKeys(a.global, b.global, a.key, b.key) // ties only from several instances' state
 		})
 		for _, ks := range sl.keys {
 			if s := seq(ks); s >= sl.next {
@@ -273,6 +377,46 @@ func (o *Operator) rebuild(mark uint64, next int64, haveMeta bool) error {
 	}
 	o.lastSlice = nil
 	return nil
+}
+
+// sortArenas orders, in bounded mode, each pane's keys as they had data,
+// as when they were added, once Restore has indexed them all.
+func (o *Operator) sortArenas() {
+	for _, sl := range o.slices {
+		arena := sl.arena
+		slices.SortFunc(sl.order, func(a, b restoreRef) int {
+			if a.seq != b.seq {
+				return cmp.Compare(a.seq, b.seq)
+			}
+			ka, _ := nextKey(arena[a.off:])
+			kb, _ := nextKey(arena[b.off:])
+			return compareKeyBytes(ka, kb) // ties only from several instances' state
+		})
+		sorted := make([]byte, 0, len(arena))
+		for _, r := range sl.order {
+			_, rest := nextKey(arena[r.off:])
+			sorted = append(sorted, arena[r.off:len(arena)-len(rest)]...)
+			if r.seq >= sl.next {
+				sl.next = r.seq
+				if r.seq < math.MaxUint32 {
+					sl.next++
+				}
+			}
+		}
+		sl.arena, sl.order = sorted, nil
+	}
+}
+
+// compareKeyBytes is compareKeys for record keys as bytes, nil for the nil
+// key.
+func compareKeyBytes(a, b []byte) int {
+	switch {
+	case a == nil && b != nil:
+		return -1
+	case b == nil && a != nil:
+		return 1
+	}
+	return bytes.Compare(a, b)
 }
 
 // eachKey calls fn for every key in memory.

@@ -485,9 +485,25 @@ func TestRestoreWindowDifferential(t *testing.T) {
 				got := r.run(st, steps, cuts)
 				op := r.newOp(state.NewMemory()).(*Operator)
 				compareRuns(t, fmt.Sprintf("seed %d, restarts before steps %v", seed, cuts), want, got, windowDump(t, base, op), windowDump(t, st, op))
+				// Bounded mode, uninterrupted and restarted, emits and
+				// stores exactly what the unbounded operator does.
+				for _, bound := range []int{1, 3} {
+					rb := c.bounded(bound).runner(t)
+					for _, cuts := range [][]int{nil, cuts} {
+						st := state.NewMemory()
+						got := rb.run(st, steps, cuts)
+						compareRuns(t, fmt.Sprintf("seed %d, MaxKeysInMemory %d, restarts before steps %v", seed, bound, cuts), want, got, windowDump(t, base, op), windowDump(t, st, op))
+					}
+				}
 			}
 		})
 	}
+}
+
+// bounded returns c with MaxKeysInMemory set.
+func (c windowCase) bounded(n int) windowCase {
+	c.cfg.MaxKeysInMemory = n
+	return c
 }
 
 // TestRestoreWindowBadger is TestRestoreWindowDifferential on a Badger
@@ -512,6 +528,39 @@ func TestRestoreWindowBadger(t *testing.T) {
 			final := r.reopen(nil)
 			op := r.newOp(state.NewMemory()).(*Operator)
 			compareRuns(t, fmt.Sprintf("restarts before steps %v", cuts), want, got, windowDump(t, base, op), windowDump(t, final, op))
+			// Bounded mode on Badger, which the operator reads back.
+			for _, bound := range []int{1, 3} {
+				rb := c.bounded(bound).runner(t)
+				st := badgerStore(t, rb)
+				got := rb.run(st, steps, cuts)
+				final := rb.reopen(nil)
+				compareRuns(t, fmt.Sprintf("MaxKeysInMemory %d, restarts before steps %v", bound, cuts), want, got, windowDump(t, base, op), windowDump(t, final, op))
+			}
+		})
+	}
+}
+
+// TestBoundedWindowBadger runs every window configuration in bounded mode
+// on a Badger store with a small write-back cache, so that the operator
+// reads evicted keys back from badger itself, without restarts, and
+// requires the unbounded operator's output and final state.
+func TestBoundedWindowBadger(t *testing.T) {
+	for ci, c := range windowCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(ci)))
+			steps := windowSteps(rng)
+			r := c.runner(t)
+			base := state.NewMemory()
+			want := r.run(base, steps, nil)
+			op := r.newOp(state.NewMemory()).(*Operator)
+			rb := c.bounded(2).runner(t)
+			st, err := state.OpenBadger(state.BadgerOptions{Dir: t.TempDir(), CacheBytes: 512, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			got := rb.run(st, steps, nil)
+			compareRuns(t, "MaxKeysInMemory 2", want, got, windowDump(t, base, op), windowDump(t, st, op))
 		})
 	}
 }

@@ -21,6 +21,12 @@ func (o *Operator) addSession(rec *record.Record, out *wasm.Output) error {
 	t := rec.Timestamp
 	tEnd := satAdd(t, o.gap)
 	ks := o.lookup(rec.Key)
+	if ks == nil && o.bounded {
+		var err error
+		if ks, err = o.load(rec.Key); err != nil {
+			return err
+		}
+	}
 	lo, hi := 0, 0 // the sessions rec touches: units[lo:hi]
 	if ks != nil {
 		for lo < len(ks.units) && ks.units[lo].end < t {
@@ -81,11 +87,31 @@ func (o *Operator) addSession(rec *record.Record, out *wasm.Output) error {
 
 // schedule sets ks's timer to when its next session fires or is purged.
 func (o *Operator) schedule(ks *keyState) {
+	te := ks.te
 	if len(ks.units) == 0 {
-		if ks.heapIdx >= 0 {
-			heap.Remove(&o.timers, ks.heapIdx)
+		if te != nil {
+			if te.idx >= 0 {
+				heap.Remove(&o.timers, te.idx)
+			}
+			if o.bounded && !te.global && o.timerKeys[te.key] == te {
+				delete(o.timerKeys, te.key)
+			}
+			te.ks, ks.te = nil, nil
 		}
 		return
+	}
+	if te == nil {
+		te = &timerEnt{key: ks.key, global: ks.global, idx: -1, ks: ks}
+		ks.te = te
+		if o.bounded && !ks.global {
+			o.timerKeys[ks.key] = te
+		}
+	}
+	if o.bounded {
+		te.starts = te.starts[:0]
+		for i := range ks.units {
+			te.starts = append(te.starts, ks.units[i].start)
+		}
 	}
 	next := int64(1<<63 - 1)
 	for i := range ks.units {
@@ -95,11 +121,11 @@ func (o *Operator) schedule(ks *keyState) {
 		}
 		next = min(next, fire)
 	}
-	ks.timer = next
-	if ks.heapIdx >= 0 {
-		heap.Fix(&o.timers, ks.heapIdx)
+	te.timer = next
+	if te.idx >= 0 {
+		heap.Fix(&o.timers, te.idx)
 	} else {
-		heap.Push(&o.timers, ks)
+		heap.Push(&o.timers, te)
 	}
 }
 
@@ -108,7 +134,14 @@ func (o *Operator) schedule(ks *keyState) {
 func (o *Operator) fireSessions(old int64, out *wasm.Output) error {
 	emit := o.cfg.Emit != OnUpdate
 	for len(o.timers) > 0 && o.timers[0].timer <= o.wm {
-		ks := o.timers[0]
+		te := o.timers[0]
+		ks := te.ks
+		if ks == nil {
+			var err error
+			if ks, err = o.mustLoad(keyBytes(te.key)); err != nil {
+				return err
+			}
+		}
 		kept := 0
 		for i := range ks.units {
 			u := &ks.units[i]
@@ -133,6 +166,9 @@ func (o *Operator) fireSessions(old int64, out *wasm.Output) error {
 		if kept == 0 {
 			o.drop(ks)
 		}
+		if o.bounded && len(o.keys) > o.max {
+			o.evict()
+		}
 	}
 	return nil
 }
@@ -140,30 +176,30 @@ func (o *Operator) fireSessions(old int64, out *wasm.Output) error {
 // timerHeap is a min-heap of keys by timer, then key, so that the order in
 // which a watermark fires keys depends only on their sessions, which
 // Restore rebuilds.
-type timerHeap []*keyState
+type timerHeap []*timerEnt
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, j int) bool {
 	if h[i].timer != h[j].timer {
 		return h[i].timer < h[j].timer
 	}
-	return compareKeys(h[i], h[j]) < 0
+	return compareKeys(h[i].global, h[j].global, h[i].key, h[j].key) < 0
 }
 func (h timerHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIdx = i
-	h[j].heapIdx = j
+	h[i].idx = i
+	h[j].idx = j
 }
 func (h *timerHeap) Push(x any) {
-	ks := x.(*keyState)
-	ks.heapIdx = len(*h)
-	*h = append(*h, ks)
+	te := x.(*timerEnt)
+	te.idx = len(*h)
+	*h = append(*h, te)
 }
 func (h *timerHeap) Pop() any {
 	old := *h
-	ks := old[len(old)-1]
+	te := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	ks.heapIdx = -1
-	return ks
+	te.idx = -1
+	return te
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/state"
 )
 
 // Tumbling, sliding and cumulate windows are made of panes: a record adds
@@ -58,21 +59,27 @@ func (o *Operator) paneCleanup(p int64) int64 {
 }
 
 // addTime adds rec to its pane.
-func (o *Operator) addTime(rec *record.Record, out *wasm.Output) {
+func (o *Operator) addTime(rec *record.Record, out *wasm.Output) error {
 	if reason := outOfRange(rec); reason != "" {
 		o.dead(rec, reason, out)
-		return
+		return nil
 	}
 	p := floorDiv(rec.Timestamp, o.pane) * o.pane
 	if o.paneCleanup(p) <= o.wm {
 		o.dead(rec, o.lateReason(rec.Timestamp), out)
-		return
+		return nil
 	}
 	if reason := o.read(rec); reason != "" {
 		o.dead(rec, reason, out)
-		return
+		return nil
 	}
 	ks := o.lookup(rec.Key)
+	if ks == nil && o.bounded {
+		var err error
+		if ks, err = o.load(rec.Key); err != nil {
+			return err
+		}
+	}
 	i, found := 0, false
 	if ks != nil {
 		i, found = ks.find(p)
@@ -81,16 +88,16 @@ func (o *Operator) addTime(rec *record.Record, out *wasm.Output) {
 		u := &ks.units[i]
 		if reason := o.add(&u.acc, rec); reason != "" {
 			o.dead(rec, reason, out)
-			return
+			return nil
 		}
 		o.changed(ks, u)
-		return
+		return nil
 	}
 	a := o.newAcc()
 	if reason := o.add(&a, rec); reason != "" {
 		o.freeAcc(&a)
 		o.dead(rec, reason, out)
-		return
+		return nil
 	}
 	if ks == nil {
 		ks = o.create(rec.Key)
@@ -100,8 +107,9 @@ func (o *Operator) addTime(rec *record.Record, out *wasm.Output) {
 	if sl.next < math.MaxUint32 {
 		sl.next++
 	}
-	sl.keys = append(sl.keys, ks)
+	o.indexKey(sl, ks)
 	o.changed(ks, &ks.units[i])
+	return nil
 }
 
 // find returns the index of the unit starting at p, or where to insert it.
@@ -183,6 +191,18 @@ func (o *Operator) fireTime(old int64, out *wasm.Output) error {
 			}
 			clear(sl.keys)
 			sl.keys = sl.keys[:0]
+			if o.bounded {
+				for b := sl.arena; len(b) > 0; {
+					var k []byte
+					k, b = nextKey(b)
+					if ks := o.lookup(k); ks != nil {
+						o.removePane(ks, sl.start)
+					} else {
+						o.muts = append(o.muts, state.Mutation{Key: o.arena.Copy(o.unitKey(k, sl.start)), Delete: true})
+					}
+				}
+				sl.arena, sl.filter = nil, bloom{}
+			}
 			if sl == o.lastSlice {
 				o.lastSlice = nil
 			}
@@ -190,6 +210,9 @@ func (o *Operator) fireTime(old int64, out *wasm.Output) error {
 			n++
 		}
 		o.slices = slices.Delete(o.slices, 0, n)
+		if o.bounded && o.filter.n > 1024 && o.filter.n > 4*o.indexed() {
+			o.rebuildFilter() // mostly purged keys: start afresh
+		}
 	}
 	if len(o.slices) == 0 {
 		o.sweepIdle() // nothing is open: keep nothing
@@ -222,6 +245,9 @@ func (o *Operator) fireWindow(e int64, out *wasm.Output) error {
 		}
 		return 0
 	})
+	if o.bounded {
+		return o.fireWindowBounded(i, s, e, out)
+	}
 	for ; i < len(o.slices) && o.slices[i].start < e; i++ {
 		for _, ks := range o.slices[i].keys {
 			if ks.stamp == o.gen {
@@ -234,6 +260,43 @@ func (o *Operator) fireWindow(e int64, out *wasm.Output) error {
 		}
 	}
 	return nil
+}
+
+// fireWindowBounded is fireWindow in bounded mode, from o.slices[i], the
+// first pane of the window [s, e): keys are read back from the store as
+// needed, and evicted as the firing goes.
+func (o *Operator) fireWindowBounded(i int, s, e int64, out *wasm.Output) error {
+	for ; i < len(o.slices) && o.slices[i].start < e; i++ {
+		sl := o.slices[i]
+		for b := sl.arena; len(b) > 0; {
+			var k []byte
+			k, b = nextKey(b)
+			ks, err := o.mustLoad(k)
+			if err != nil {
+				return err
+			}
+			if j, _ := ks.find(s); j < len(ks.units) && ks.units[j].start < sl.start {
+				continue // emitted with an earlier pane of the window
+			}
+			if err := o.emitWindow(ks, s, e, out); err != nil {
+				return err
+			}
+			if len(o.keys) > o.max {
+				o.evict()
+			}
+		}
+	}
+	return nil
+}
+
+// indexed returns the number of keys, with repeats, in the pane index of
+// bounded mode.
+func (o *Operator) indexed() int {
+	n := 0
+	for _, sl := range o.slices {
+		n += sl.filter.n
+	}
+	return n
 }
 
 // removePane purges ks's pane starting at p.
