@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,5 +206,45 @@ sinks: [{name: out, type: stdout}]
 	}
 	if st.Len() != 0 {
 		t.Fatalf("%d state entries left after the final watermark", st.Len())
+	}
+}
+
+// TestWindowMaxKeysInMemory: a window bounded to 3 keys in memory, the
+// rest spilled to badger, gives the unbounded window's results.
+func TestWindowMaxKeysInMemory(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%50, i*10))
+	}
+	input := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(bound string) string {
+		path := writePipeline(t, `name: bounded
+engine: {memory_limit: 1GiB}
+state: {backend: badger, dir: `+filepath.Join(t.TempDir(), "state")+`}
+sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: w, type: window, kind: tumbling, size: 1s, time_format: epoch_ms, aggregates: [{func: count, as: n}]`+bound+`}
+sinks: [{name: out, type: stdout}]
+`)
+		var out bytes.Buffer
+		ctx := context.Background()
+		p, err := host.Load(ctx, path, host.Options{Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close(ctx)
+		if _, err := p.Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	unbounded, bounded := run(""), run(", max_keys_in_memory: 3")
+	if strings.Count(unbounded, "\n") != 1000 || bounded != unbounded {
+		t.Fatalf("bounded output differs, or not 1000 windows (%d):\n%s", strings.Count(unbounded, "\n"), bounded)
 	}
 }

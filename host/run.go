@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
@@ -53,6 +54,9 @@ func (s Summary) LogValue() slog.Value {
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
 func (p *Pipeline) Run(ctx context.Context) (sum Summary, err error) {
+	if l := p.cfg.Engine.MemoryLimit; l > 0 {
+		debug.SetMemoryLimit(l) // process-wide, as GOMEMLIMIT
+	}
 	ep, stop, err := p.build(ctx)
 	if err != nil {
 		p.runState.Store(StateFailed)

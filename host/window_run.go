@@ -35,6 +35,7 @@ func (p *Pipeline) windowStep(op *config.Operator, plug *wasm.Plugin) engine.Ste
 		Name: op.Name, Kind: windowKinds[w.Kind], Size: w.Size, Slide: w.Slide, Gap: w.Gap, Count: w.Count,
 		AllowedLateness: w.AllowedLateness, Emit: emitModes[w.Emit], EmitInterval: w.EmitInterval,
 		KeyField: w.KeyField, TimeFormat: windowTimes[w.TimeFormat], Store: p.opts.Store,
+		MaxKeysInMemory: int(w.MaxKeysInMemory),
 	}
 	if w.Kind == config.WindowCumulate {
 		cfg.Slide = w.Step

@@ -104,3 +104,39 @@ func TestParseStateTTL(t *testing.T) {
 		})
 	}
 }
+
+func TestParseMemoryBounds(t *testing.T) {
+	tests := []struct {
+		name, engine, window string
+		limit, keys          int64
+		wantErr              string
+	}{
+		{name: "absent"},
+		{name: "GiB", engine: "memory_limit: 1.5GiB", limit: 3 << 29},
+		{name: "MB", engine: "memory_limit: 1400MB", limit: 1400e6},
+		{name: "bytes", engine: "memory_limit: 1048576", limit: 1 << 20},
+		{name: "keys", window: ", max_keys_in_memory: 100000", keys: 100000},
+		{name: "bad size", engine: "memory_limit: lots", wantErr: `engine.memory_limit: invalid size "lots"`},
+		{name: "zero", engine: "memory_limit: 0", wantErr: "engine.memory_limit: invalid size"},
+		{name: "negative keys", window: ", max_keys_in_memory: -1", wantErr: "max_keys_in_memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setupDir(t)
+			doc := "name: p\nengine: {" + tt.engine + "}\nsources: [{name: in, type: stdin}]\noperators:\n  - {name: k, type: key_by, field: id}\n  - {name: w, type: window, kind: tumbling, size: 1s, aggregates: [{func: count, as: n}]" + tt.window + "}\nsinks: [{name: out, type: stdout}]\n"
+			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Engine.MemoryLimit != tt.limit || p.Operators[1].Window.MaxKeysInMemory != tt.keys {
+				t.Fatalf("memory_limit %d, max_keys_in_memory %d", p.Engine.MemoryLimit, p.Operators[1].Window.MaxKeysInMemory)
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@
 //	  batch_linger: 20ms    # longest a throttled generator holds a partial batch, >= 0, default 20ms (file and stdin sources send a partial batch whenever their input pauses)
 //	  queue_depth: 4        # batches buffered between stages, 1..1024, default 4
 //	  parallelism: 1        # workers running each part of the operator chain, 1..1024, default 1
+//	  memory_limit: 1.5GiB  # optional: the process's soft memory limit (as GOMEMLIMIT); bytes, or KiB/MiB/GiB/KB/MB/GB
 //	kafka:                  # optional: the cluster every Kafka stage uses (Kafka stages need no kafka block)
 //	  brokers: [h1:9092, h2:9092]  # host:port each; absent or empty = weir starts an embedded broker
 //	  client_id: weir       # default weir
@@ -100,6 +101,7 @@
 //	    allowed_lateness: 0s  # late records within this update an emitted window
 //	    emit: on_close      # on_close (default) | on_update | every (with emit_interval)
 //	    key_field: key      # output field for the key, default "key"
+//	    max_keys_in_memory: 100000  # optional: keep at most this many keys' windows in memory, the rest in the state store
 //	    time_format: sql    # window_start/window_end: sql (yyyy-MM-dd HH:mm:ss, default) | epoch_ms | rfc3339
 //	    aggregates:         # at least one; output fields in this order after key, window_start, window_end
 //	      - {func: sum, field: ampere_hour, as: charge_consumed}  # sum|count|avg|min|max|first|last|count_distinct (exact: N)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,7 +24,7 @@ var namePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
 // Field sets, by element kind and type.
 var (
 	pipelineFields = []string{"version", "name", "engine", "kafka", "state", "checkpoints", "sources", "operators", "sinks", "dead_letter"}
-	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism"}
+	engineFields   = []string{"batch_size", "batch_linger", "queue_depth", "parallelism", "memory_limit"}
 
 	sourceFields = map[SourceType][]string{
 		SourceFile:      {"name", "type", "path", "format", "event_time"},
@@ -187,8 +188,36 @@ func (d *decoder) engine(n *yaml.Node, fallback Pos) Engine {
 	if v, st := o.int("parallelism", 1, MaxParallelism); st == good {
 		e.Parallelism = int(v)
 	}
+	if s, n, st := o.strNode("memory_limit"); st == good {
+		if b, err := parseBytes(s); err != nil {
+			o.fail("memory_limit", n, "%v", err)
+		} else {
+			e.MemoryLimit = b
+		}
+	}
 	o.finish(engineFields, engineFields, "the engine block")
 	return e
+}
+
+// parseBytes parses a size: a whole number of bytes, or a number with a
+// unit, KiB, MiB, GiB (powers of 1024) or KB, MB, GB (of 1000).
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), 1.0
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || f <= 0 || f*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("invalid size %q (want a positive number of bytes, or a number with KiB, MiB, GiB, KB, MB or GB)", s)
+	}
+	return int64(f * mult), nil
 }
 
 // stage starts decoding item i of a stage list: it names the item by its

@@ -285,6 +285,11 @@ type Engine struct {
 	BatchLinger time.Duration // longest a throttled generator holds a partial batch, >= 0
 	QueueDepth  int           // batches buffered between stages, 1..MaxQueueDepth
 	Parallelism int           // workers running the operator chain, 1..MaxParallelism
+	// MemoryLimit, in bytes, is the Go runtime's soft memory limit for the
+	// process (GOMEMLIMIT): the garbage collector works harder near it, so
+	// that with windows bounded by max_keys_in_memory the process stays
+	// near it. 0 leaves the runtime's own setting.
+	MemoryLimit int64
 }
 
 // Source is one input of the pipeline. Which fields are meaningful depends on

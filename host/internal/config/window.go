@@ -50,6 +50,10 @@ type Window struct {
 	KeyField        string        // output field holding the key, default "key"
 	TimeFormat      string        // WindowTime…, default WindowTimeSQL
 	Aggregates      []AggregateSpec
+	// MaxKeysInMemory bounds the keys whose windows stay in memory between
+	// calls; the others are in the state store only (spilled). 0 means no
+	// bound.
+	MaxKeysInMemory int64
 }
 
 // AggregateSpec is one built-in aggregate of a window operator.
@@ -76,7 +80,7 @@ type EventTimeSpec struct {
 
 var (
 	windowFields = []string{"name", "type", "kind", "size", "slide", "step", "gap", "count", "allowed_lateness",
-		"emit", "emit_interval", "key_field", "time_format", "aggregates", "plugin", "config"}
+		"emit", "emit_interval", "key_field", "time_format", "aggregates", "plugin", "config", "max_keys_in_memory"}
 	windowKinds     = []string{string(WindowTumbling), string(WindowSliding), string(WindowSession), string(WindowCount), string(WindowCumulate)}
 	emitModes       = []string{EmitOnClose, EmitOnUpdate, EmitEvery}
 	windowTimes     = []string{WindowTimeSQL, WindowTimeEpochMS, WindowTimeRFC3339}
@@ -98,6 +102,9 @@ var (
 func (d *decoder) window(o *object, op *Operator) {
 	w := &op.Window
 	w.Emit, w.KeyField, w.TimeFormat = EmitOnClose, "key", WindowTimeSQL
+	if v, st := o.int("max_keys_in_memory", 0, 1<<40); st == good {
+		w.MaxKeysInMemory = v
+	}
 	k, kst := o.enum("kind", windowKinds...)
 	if kst == absent {
 		o.missing("kind")
