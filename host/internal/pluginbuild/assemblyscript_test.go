@@ -1,10 +1,8 @@
 package pluginbuild_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"testing"
 	"text/template"
 
-	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 )
 
@@ -142,7 +139,7 @@ func TestAssemblyScriptTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("WEIR_ASC", "")
-	asRunTestFile(t, dir, filepath.Join(dir, "weir-test.jsonl"))
+	runTestFile(t, dir, filepath.Join(dir, "weir-test.jsonl"))
 }
 
 func asRender(t *testing.T, name, text string, data any) string {
@@ -156,79 +153,6 @@ func asRender(t *testing.T, name, text string, data any) string {
 		t.Fatalf("template %s: %v", name, err)
 	}
 	return b.String()
-}
-
-// asRunTestFile runs a weir-test.jsonl file (a header line with op and
-// config, then one case per line) against the plugin in dir.
-func asRunTestFile(t *testing.T, dir, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var head struct {
-		Op     string          `json:"op"`
-		Config json.RawMessage `json:"config"`
-	}
-	type testCase struct {
-		Key   *string  `json:"key"`
-		Value string   `json:"value"`
-		Want  []string `json:"want"`
-	}
-	var cases []testCase
-	for n := 0; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var err error
-		if n == 0 {
-			err = json.Unmarshal(line, &head)
-		} else {
-			var c testCase
-			err = json.Unmarshal(line, &c)
-			cases = append(cases, c)
-		}
-		if err != nil {
-			t.Fatalf("%s line %d: %v", path, n+1, err)
-		}
-	}
-	var ins []host.PluginInput
-	for _, c := range cases {
-		in := host.PluginInput{Value: []byte(c.Value)}
-		if c.Key != nil {
-			in.Key = []byte(*c.Key)
-		}
-		ins = append(ins, in)
-	}
-	outs, err := host.RunPlugin(context.Background(), dir, head.Op, head.Config, ins, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make([][]string, len(cases))
-	for _, o := range outs {
-		switch {
-		case o.Input < 0:
-		case o.Error != "":
-			got[o.Input] = append(got[o.Input], "error: "+o.Error)
-		case o.Trap != "":
-			got[o.Input] = append(got[o.Input], "trap")
-		default:
-			got[o.Input] = append(got[o.Input], string(o.Value))
-		}
-	}
-	for i, c := range cases {
-		ok := len(got[i]) == len(c.Want)
-		for j := 0; ok && j < len(c.Want); j++ {
-			w, g := c.Want[j], got[i][j]
-			ok = g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
-		}
-		if !ok {
-			t.Errorf("case %d (%q): got %q, want %q", i+1, c.Value, got[i], c.Want)
-		}
-	}
 }
 
 // copyTree copies the regular files under src to dst.

@@ -1,14 +1,11 @@
 package pluginbuild_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -67,7 +64,8 @@ func render(t *testing.T, name, text string, data any) string {
 	return b.String()
 }
 
-// runTestFile runs a weir-test.jsonl file against the plugin in dir.
+// runTestFile runs a weir-test.jsonl file against the plugin in dir, as
+// weir plugin test does.
 func runTestFile(t *testing.T, dir, path string) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -75,88 +73,19 @@ func runTestFile(t *testing.T, dir, path string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var head struct {
-		Op     string          `json:"op"`
-		Config json.RawMessage `json:"config"`
+	tf, err := host.ParsePluginTestFile(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
-	type testCase struct {
-		Key    *string  `json:"key"`
-		Value  *string  `json:"value"`
-		Want   []string `json:"want"`
-		Result *string  `json:"result"`
-	}
-	var cases []testCase
-	var result *string
-	sc := bufio.NewScanner(f)
-	for n := 0; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		if n == 0 {
-			if err := json.Unmarshal([]byte(line), &head); err != nil || head.Op == "" {
-				t.Fatalf("header %s: %v", line, err)
-			}
-			continue
-		}
-		var c testCase
-		if err := json.Unmarshal([]byte(line), &c); err != nil {
-			t.Fatalf("case %s: %v", line, err)
-		}
-		if c.Result != nil {
-			result = c.Result
-			continue
-		}
-		cases = append(cases, c)
-	}
-	var ins []host.PluginInput
-	for _, c := range cases {
-		var in host.PluginInput
-		if c.Key != nil {
-			in.Key = []byte(*c.Key)
-		}
-		if c.Value != nil {
-			in.Value = []byte(*c.Value)
-		}
-		ins = append(ins, in)
-	}
-	outs, err := host.RunPlugin(context.Background(), dir, head.Op, head.Config, ins, t.TempDir())
+	res, err := host.TestPlugin(context.Background(), dir, tf, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make([][]string, len(cases))
-	var gotResult *string
-	for _, o := range outs {
-		switch {
-		case o.Input < 0:
-			r := string(o.Value)
-			gotResult = &r
-		case o.Error != "":
-			got[o.Input] = append(got[o.Input], "error: "+o.Error)
-		case o.Trap != "":
-			got[o.Input] = append(got[o.Input], "trap")
-		default:
-			got[o.Input] = append(got[o.Input], string(o.Value))
+	for i, r := range res {
+		if !r.OK {
+			t.Errorf("case %d (%q): got %q, want %q", i+1, r.Case.Value, r.Got, r.Case.Want)
 		}
 	}
-	for i, c := range cases {
-		ok := slices.EqualFunc(got[i], c.Want, func(g, w string) bool {
-			return g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
-		})
-		if !ok {
-			t.Errorf("case %d (%s): got %q, want %q", i+1, deref(c.Value), got[i], c.Want)
-		}
-	}
-	if result != nil && (gotResult == nil || *gotResult != *result) {
-		t.Errorf("result %v, want %q", gotResult, *result)
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return "(no value)"
-	}
-	return *s
 }
 
 func repoRoot(t *testing.T) string {
