@@ -101,7 +101,7 @@ func OpenBadgerView(dir string, log *slog.Logger) (*BadgerView, error) {
 // isLockErr reports whether err is badger failing to take its directory
 // lock. Badger formats the cause into its message rather than wrapping it.
 func isLockErr(err error) bool {
-	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) ||
+	return errors.Is(err, syscall.EAGAIN) || // EWOULDBLOCK on Linux
 		strings.Contains(err.Error(), "Cannot acquire directory lock")
 }
 
