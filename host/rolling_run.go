@@ -14,7 +14,7 @@ import (
 // store.
 func (p *Pipeline) rollingStep(op *config.Operator) engine.Step {
 	r := &op.Rolling
-	cfg := window.RollingConfig{Name: op.Name, Store: p.opts.Store}
+	cfg := window.RollingConfig{Name: op.Name, Store: p.opts.Store, ProcessingTime: p.processingTime()}
 	if r.Order == config.RollingRows {
 		cfg.Order = window.ByRows
 	}

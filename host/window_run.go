@@ -35,7 +35,7 @@ func (p *Pipeline) windowStep(op *config.Operator, plug *wasm.Plugin) engine.Ste
 		Name: op.Name, Kind: windowKinds[w.Kind], Size: w.Size, Slide: w.Slide, Gap: w.Gap, Count: w.Count,
 		AllowedLateness: w.AllowedLateness, Emit: emitModes[w.Emit], EmitInterval: w.EmitInterval,
 		KeyField: w.KeyField, TimeFormat: windowTimes[w.TimeFormat], Store: p.opts.Store,
-		MaxKeysInMemory: int(w.MaxKeysInMemory),
+		MaxKeysInMemory: int(w.MaxKeysInMemory), ProcessingTime: p.processingTime(),
 	}
 	if w.Kind == config.WindowCumulate {
 		cfg.Slide = w.Step
@@ -67,6 +67,19 @@ func (p *Pipeline) windowStep(op *config.Operator, plug *wasm.Plugin) engine.Ste
 		w.Close(ctx)
 		return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)
 	}}
+}
+
+// processingTime reports whether the pipeline runs on processing time: no
+// source says where event time comes from. Windows then assign records by
+// when they are processed, whatever their timestamps (a Kafka record's is
+// when it was written).
+func (p *Pipeline) processingTime() bool {
+	for _, s := range p.cfg.Sources {
+		if s.EventTime != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // eventTimes returns the engine's event-time settings, per source.

@@ -220,8 +220,14 @@ type Config struct {
 	TimeFormat TimeFormat
 	// Store holds the operator's state.
 	Store state.Store
-	// Clock tells processing time, for Emit Every; default time.Now.
+	// Clock tells processing time, for Emit Every and ProcessingTime;
+	// default time.Now.
 	Clock func() time.Time
+	// ProcessingTime assigns each record to windows by the time the
+	// operator processes it (Clock), not by its timestamp, as Flink's
+	// processing-time windows do: a record read from Kafka long after it
+	// was written is not late. The watermark is then the wall clock too.
+	ProcessingTime bool
 	// MaxKeysInMemory bounds the record keys whose accumulators the
 	// operator keeps in memory between calls; 0, the default, means no
 	// bound. With a bound the Store is authoritative: the least recently

@@ -212,6 +212,18 @@ func internPath(paths *[][]string, path []string) int {
 // Name implements engine.Operator.
 func (o *Operator) Name() string { return o.cfg.Name }
 
+// stampProcessingTime sets every record's timestamp to now, for operators
+// on processing time.
+func stampProcessingTime(on bool, clock func() time.Time, in []record.Record) {
+	if !on || len(in) == 0 {
+		return
+	}
+	now := clock().UnixMilli()
+	for i := range in {
+		in[i].Timestamp = now
+	}
+}
+
 // Close implements engine.Operator. It releases the operator's memory;
 // the state of windows still open stays in the Store.
 func (o *Operator) Close(context.Context) error {
@@ -228,6 +240,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 		return fmt.Errorf("window %q: Process after Close", o.cfg.Name)
 	}
 	o.begun = true
+	stampProcessingTime(o.cfg.ProcessingTime, o.cfg.Clock, in)
 	for i := range in {
 		var err error
 		switch o.cfg.Kind {

@@ -67,6 +67,9 @@ type RollingConfig struct {
 	Aggregates []Aggregate
 	// Store holds the operator's state.
 	Store state.Store
+	// ProcessingTime orders rows by the time the operator processes them,
+	// not by their timestamps (see Config.ProcessingTime).
+	ProcessingTime bool
 }
 
 // Rolling is the rolling (OVER) aggregation operator, as Flink's
@@ -305,6 +308,7 @@ func (r *Rolling) Process(_ context.Context, in []record.Record, out *wasm.Outpu
 		return fmt.Errorf("rolling %q: Process after Close", r.cfg.Name)
 	}
 	r.begun = true
+	stampProcessingTime(r.cfg.ProcessingTime, time.Now, in)
 	for i := range in {
 		rec := &in[i]
 		if reason := outOfRange(rec); reason != "" {
