@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -66,11 +65,6 @@ run.`,
 	return cmd
 }
 
-// errProcessingTimeKafka skips a processing-time query on Kafka: a Kafka
-// source on processing time keeps each record's Kafka timestamp, from when
-// the topic was filled, so the query's windows have closed by the time it
-// reads them, and every record is late.
-var errProcessingTimeKafka = errors.New("processing time: Kafka timestamps are from the fill")
 
 // benchResult is one run's measurements.
 type benchResult struct {
@@ -131,10 +125,6 @@ sinks:
 				continue
 			}
 			text, err := benchPipeline(doc, dir, q, o, p.kafka, filepath.Join(tmp, "dead-letters.jsonl"))
-			if errors.Is(err, errProcessingTimeKafka) {
-				fmt.Fprintf(out, "| %s | %s | — (%v) | | | | | | |\n", q, p.name, err)
-				continue
-			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
@@ -175,9 +165,6 @@ func benchPipeline(doc []byte, dir, q string, o benchOpts, kafka bool, dlq strin
 	src, _ := srcs[0].(map[string]any)
 	if src == nil || src["type"] != "nexmark" {
 		return "", fmt.Errorf("want a nexmark source")
-	}
-	if _, ok := src["event_time"]; kafka && !ok {
-		return "", errProcessingTimeKafka
 	}
 	if kafka {
 		k := map[string]any{"name": src["name"], "type": "kafka", "topics": []string{"nexmark.bids"},
