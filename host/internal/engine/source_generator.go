@@ -114,12 +114,12 @@ func (g *generator) Run(ctx context.Context, out *Out) error {
 		prefixes[fi] = append(prefixes[fi], ':')
 	}
 	var (
-		buf      []byte
-		key      []byte
-		start    = g.now()
-		batchAge time.Time
-		now      int64
-		stopped  = ctx.Done()
+		buf     []byte
+		key     []byte
+		pace    = NewPacer(cfg.Rate, cfg.Linger, g.now)
+		start   = pace.Start()
+		now     int64
+		stopped = ctx.Done()
 	)
 	for i := int64(0); limit == 0 || i < limit; i++ {
 		select {
@@ -127,29 +127,16 @@ func (g *generator) Run(ctx context.Context, out *Out) error {
 			return out.Flush()
 		default:
 		}
-		if cfg.Rate > 0 {
-			due := start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))
-			if wait := due.Sub(g.now()); wait > 0 {
-				if out.Pending() > 0 && (cfg.Linger <= 0 || g.now().Add(wait).Sub(batchAge) >= cfg.Linger) {
-					if err := out.Flush(); err != nil {
-						return err
-					}
-				}
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-stopped:
-					t.Stop()
-					return out.Flush()
-				}
-			}
+		if stop, err := pace.Wait(ctx, out, i); stop || err != nil {
+			return err
 		}
 		// With a rate, event time is evenly spaced from the start, so it is
 		// reproducible relative to it; without, it is the wall clock when
 		// the batch was started.
 		if out.Pending() == 0 {
-			batchAge = g.now()
-			now = batchAge.UnixMilli()
+			age := g.now()
+			pace.BatchStarted(age)
+			now = age.UnixMilli()
 		}
 		ts := now
 		if cfg.Rate > 0 {
@@ -237,4 +224,56 @@ func appendKeyText(dst, v []byte) []byte {
 		return wjson.Value{Kind: wjson.String, Raw: v}.AppendString(dst)
 	}
 	return append(dst, v...)
+}
+
+// Pacer holds a source to a rate: record i is due at start + i/rate. A
+// partial batch is flushed before a wait that would hold it longer than
+// the linger. A Pacer is used by its source's goroutine only.
+type Pacer struct {
+	rate     float64
+	linger   time.Duration
+	now      func() time.Time
+	start    time.Time
+	batchAge time.Time
+}
+
+// NewPacer returns a Pacer for rate records per second (0: no limit),
+// starting now.
+func NewPacer(rate float64, linger time.Duration, now func() time.Time) *Pacer {
+	if now == nil {
+		now = time.Now
+	}
+	return &Pacer{rate: rate, linger: linger, now: now, start: now()}
+}
+
+// Start returns when the Pacer started.
+func (p *Pacer) Start() time.Time { return p.start }
+
+// BatchStarted notes when the batch being filled got its first record.
+func (p *Pacer) BatchStarted(t time.Time) { p.batchAge = t }
+
+// Wait returns when record i is due. stop is set when ctx ended the wait;
+// out has then been flushed, and err is the flush's error.
+func (p *Pacer) Wait(ctx context.Context, out *Out, i int64) (stop bool, err error) {
+	if p.rate <= 0 {
+		return false, nil
+	}
+	due := p.start.Add(time.Duration(float64(i) / p.rate * float64(time.Second)))
+	wait := due.Sub(p.now())
+	if wait <= 0 {
+		return false, nil
+	}
+	if out.Pending() > 0 && (p.linger <= 0 || p.now().Add(wait).Sub(p.batchAge) >= p.linger) {
+		if err := out.Flush(); err != nil {
+			return true, err
+		}
+	}
+	t := time.NewTimer(wait)
+	select {
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		t.Stop()
+		return true, out.Flush()
+	}
 }

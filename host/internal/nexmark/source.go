@@ -55,11 +55,10 @@ func (s *source) Run(ctx context.Context, out *engine.Out) error {
 	cfg := s.cfg
 	g := NewGenerator(cfg.Config)
 	var (
-		buf      []byte
-		start    = time.Now()
-		batchAge time.Time
-		stopped  = ctx.Done()
-		now      int64
+		buf     []byte
+		pace    = engine.NewPacer(cfg.Rate, cfg.Linger, time.Now)
+		stopped = ctx.Done()
+		now     int64
 	)
 	for n := int64(0); cfg.Count == 0 || n < cfg.Count; n++ {
 		if cfg.Kinds&KindOf(n) == 0 {
@@ -73,25 +72,11 @@ func (s *source) Run(ctx context.Context, out *engine.Out) error {
 		if cfg.WallClock && out.Pending() == 0 {
 			now = time.Now().UnixMilli()
 		}
-		if cfg.Rate > 0 {
-			due := start.Add(time.Duration(float64(n) / cfg.Rate * float64(time.Second)))
-			if wait := time.Until(due); wait > 0 {
-				if out.Pending() > 0 && (cfg.Linger <= 0 || time.Now().Add(wait).Sub(batchAge) >= cfg.Linger) {
-					if err := out.Flush(); err != nil {
-						return err
-					}
-				}
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-stopped:
-					t.Stop()
-					return out.Flush()
-				}
-			}
-			if out.Pending() == 0 {
-				batchAge = time.Now()
-			}
+		if stop, err := pace.Wait(ctx, out, n); stop || err != nil {
+			return err
+		}
+		if out.Pending() == 0 {
+			pace.BatchStarted(time.Now())
 		}
 		var ts int64
 		buf, _, ts = g.AppendEvent(buf[:0], n)
