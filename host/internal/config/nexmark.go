@@ -51,19 +51,7 @@ type NexmarkSpec struct {
 
 func (d *decoder) nexmark(o *object, s *Source) {
 	s.Nexmark = NexmarkSpec{FirstEventRate: DefaultNexmarkFirstEventRate, BaseTime: DefaultNexmarkBaseTime}
-	if v, st := o.int("count", 0, math.MaxInt64); st == good {
-		s.Count = v
-	}
-	if v, st := o.float("rate"); st == good {
-		if v < 0 {
-			o.fail("rate", o.get("rate", kScalar), "must not be negative, got %v", v)
-		} else {
-			s.Rate = v
-		}
-	}
-	if v, st := o.int("seed", math.MinInt64, math.MaxInt64); st == good {
-		s.Seed = v
-	}
+	d.countRateSeed(o, s)
 	if v, st := o.float("first_event_rate"); st == good {
 		// Above a rate of 1e9 events per second, events would share
 		// microseconds; the spec's generator works in microseconds.

@@ -287,8 +287,8 @@ func (d *decoder) source(n *yaml.Node, i int) (Source, bool) {
 	return s, true
 }
 
-func (d *decoder) generator(o *object, s *Source) {
-	s.Seed = DefaultSeed
+// countRateSeed decodes the count, rate and seed of a generating source.
+func (d *decoder) countRateSeed(o *object, s *Source) {
 	if v, st := o.int("count", 0, math.MaxInt64); st == good {
 		s.Count = v
 	}
@@ -302,6 +302,11 @@ func (d *decoder) generator(o *object, s *Source) {
 	if v, st := o.int("seed", math.MinInt64, math.MaxInt64); st == good {
 		s.Seed = v
 	}
+}
+
+func (d *decoder) generator(o *object, s *Source) {
+	s.Seed = DefaultSeed
+	d.countRateSeed(o, s)
 	key, keyState := o.nonEmpty("key")
 	items, st := o.list("fields")
 	if st == absent {
