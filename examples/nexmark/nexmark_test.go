@@ -93,28 +93,18 @@ func TestQueries(t *testing.T) {
 		}
 	})
 
-	t.Run("q1", func(t *testing.T) {
-		got := run(t, "q1.yaml", "bids")
-		if len(got) != len(all) {
-			t.Fatalf("q1: %d lines, want %d", len(got), len(all))
-		}
-		for i, line := range got {
-			var r struct {
-				reference.Bid
-				Price float64 `json:"price"`
+	var q1 []string
+	for _, file := range []string{"q1.yaml", "q1-c.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			got := run(t, file, "bids")
+			if q1 == nil {
+				q1 = got
+			} else if !slices.Equal(got, q1) {
+				t.Fatalf("%s's output differs from q1.yaml's (the same map in Go)", file)
 			}
-			decode(t, line, &r)
-			b := all[i]
-			want := reference.Q1Price(b)
-			if r.Price != want {
-				t.Fatalf("q1 line %d: price %v, want %v × 0.908 = %v", i, r.Price, b.Price, want)
-			}
-			r.Bid.Price, r.Bid.Line = b.Price, b.Line
-			if r.Bid != b {
-				t.Fatalf("q1 line %d: %s\nother fields differ from %s", i, line, b.Line)
-			}
-		}
-	})
+			checkQ1(t, all, got)
+		})
+	}
 
 	t.Run("q2", func(t *testing.T) {
 		got, want := run(t, "q2.yaml", "bids"), reference.Q2(all)
@@ -239,5 +229,30 @@ func checkQ5(t *testing.T, all []reference.Bid) {
 	want := reference.Q5(all, 10000, 2000)
 	if len(want) < 20 || !reflect.DeepEqual(got, want) {
 		t.Errorf("q5:\n got %v\nwant %v", got, want)
+	}
+}
+
+// checkQ1 checks q1's output against the reference: each bid, its price in
+// euros.
+func checkQ1(t *testing.T, all []reference.Bid, got []string) {
+	t.Helper()
+	if len(got) != len(all) {
+		t.Fatalf("q1: %d lines, want %d", len(got), len(all))
+	}
+	for i, line := range got {
+		var r struct {
+			reference.Bid
+			Price float64 `json:"price"`
+		}
+		decode(t, line, &r)
+		b := all[i]
+		want := reference.Q1Price(b)
+		if r.Price != want {
+			t.Fatalf("q1 line %d: price %v, want %v × 0.908 = %v", i, r.Price, b.Price, want)
+		}
+		r.Bid.Price, r.Bid.Line = b.Price, b.Line
+		if r.Bid != b {
+			t.Fatalf("q1 line %d: %s\nother fields differ from %s", i, line, b.Line)
+		}
 	}
 }

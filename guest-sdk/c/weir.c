@@ -1955,13 +1955,20 @@ void weir_json_float_text(weir_buf *dst, double f) {
         weir_buf_str(dst, f > 0 ? "inf" : "-inf");
         return;
     }
-    /* The shortest digits that read back as f. */
+    /* The shortest digits that read back as f: 17 always do, and if p
+     * digits do, so do more, so search for the least p (about 4 rounds of
+     * snprintf and strtod instead of up to 17). */
     char tmp[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, f);
+    int lo = 1, hi = 17;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        snprintf(tmp, sizeof tmp, "%.*e", mid - 1, f);
         if (strtod(tmp, NULL) == f)
-            break;
+            hi = mid;
+        else
+            lo = mid + 1;
     }
+    snprintf(tmp, sizeof tmp, "%.*e", lo - 1, f);
     const char *s = tmp;
     if (*s == '-') {
         weir_buf_byte(dst, '-');
