@@ -65,7 +65,6 @@ run.`,
 	return cmd
 }
 
-
 // benchResult is one run's measurements.
 type benchResult struct {
 	records int64
