@@ -191,10 +191,12 @@ func (s *pluginSlot) rollback(v *pluginVersion, share float64) {
 	if s.cur.Load() != v {
 		return // replaced meanwhile
 	}
-	s.stats.rollbacks.Add(1)
 	err := fmt.Errorf("version %d trapped on %.0f%% of the records of its first %d batches", v.n, share*100, probationBatches)
 	s.state.LastError = err.Error()
 	s.log.Error("plugin version rolled back", "version", v.n, "back_to", s.good.n, "error", err)
+	// Counted once the good version is live again, so that whoever sees
+	// the count sees the rollback done.
+	defer s.stats.rollbacks.Add(1)
 	ctx := context.Background()
 	back := &pluginVersion{n: s.good.n, plug: s.good.plug, hash: s.good.hash, loaded: time.Now(), ready: make(chan *wasm.Worker, s.instances())}
 	back.settled.Store(true)
