@@ -50,6 +50,60 @@ type pluginSlot struct {
 	next   int             // the next version number
 	state  PluginStatus    // what the API reports
 	stats  *reloadCounters // totals for metrics
+	refs   pluginRefs      // which plugins operator instances still run
+}
+
+// pluginRefs counts, per plugin, the operator instances (and shadow
+// instances) running it, so that a plugin that was replaced is closed only
+// once the last of them has moved off it: an instance that traps is made
+// anew from its plugin's compiled module, which must still be open.
+type pluginRefs struct {
+	mu      sync.Mutex
+	users   map[*wasm.Plugin]int
+	retired map[*wasm.Plugin]bool
+}
+
+func (r *pluginRefs) acquire(p *wasm.Plugin) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.users == nil {
+		r.users = map[*wasm.Plugin]int{}
+	}
+	r.users[p]++
+}
+
+// release notes an instance moving off p, closing p if it was retired and
+// this was the last.
+func (r *pluginRefs) release(ctx context.Context, p *wasm.Plugin) {
+	r.mu.Lock()
+	r.users[p]--
+	last := r.users[p] <= 0
+	if last {
+		delete(r.users, p)
+	}
+	closing := last && r.retired[p]
+	if closing {
+		delete(r.retired, p)
+	}
+	r.mu.Unlock()
+	if closing {
+		p.Close(ctx)
+	}
+}
+
+// retire closes p once no instance runs it (now, if none does).
+func (r *pluginRefs) retire(ctx context.Context, p *wasm.Plugin) {
+	r.mu.Lock()
+	if r.users[p] > 0 {
+		if r.retired == nil {
+			r.retired = map[*wasm.Plugin]bool{}
+		}
+		r.retired[p] = true
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	p.Close(ctx)
 }
 
 // pluginVersion is one loaded version of a plugin.
@@ -176,8 +230,8 @@ func (s *pluginSlot) observe(v *pluginVersion, records, trapped int64) {
 		old := s.good
 		s.good = v
 		s.mu.Unlock()
-		if old != nil && old != v {
-			old.plug.Close(context.Background()) // its instances close as they swap
+		if old != nil && old.plug != v.plug {
+			s.refs.retire(context.Background(), old.plug) // closed when its last instance swaps
 		}
 		return
 	}
@@ -208,9 +262,7 @@ func (s *pluginSlot) rollback(v *pluginVersion, share float64) {
 		back.ready <- w
 	}
 	s.publish(back)
-	// v's plugin closes once its instances have swapped away; wazero
-	// lets open instances run after their module is closed.
-	v.plug.Close(ctx)
+	s.refs.retire(ctx, v.plug) // closed once its instances have swapped away
 }
 
 // status returns the slot's live state.

@@ -330,19 +330,21 @@ func (o *wasmOperator) swap(ctx context.Context, v *pluginVersion) error {
 			return err
 		}
 	}
+	o.slot.refs.acquire(v.plug)
 	if o.w != nil {
 		w.SetWatermark(o.w.Watermark())
 		o.w.Close(ctx)
+		o.slot.refs.release(ctx, o.ver.plug)
 	}
 	o.w, o.ver = w, v
 	return nil
 }
 
 func (o *wasmOperator) Close(ctx context.Context) error {
-	if o.sh.w != nil {
-		o.sh.w.Close(ctx)
-	}
-	return o.w.Close(ctx)
+	o.closeShadow(ctx)
+	err := o.w.Close(ctx)
+	o.slot.refs.release(ctx, o.ver.plug)
+	return err
 }
 
 // ttlOperator is a plugin operator whose state expires (state_ttl): it

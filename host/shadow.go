@@ -105,9 +105,7 @@ func (s *pluginSlot) promote(ctx context.Context) error {
 	s.shadow.Store(nil)
 	s.publish(v)
 	s.log.Info("shadow plugin promoted", "version", v.n, "sha256", hash, "diverged", sr.diverged.Load(), "of", sr.records.Load())
-	// The shadow's own instances close as their operators notice; its
-	// module can close now (wazero lets open instances finish).
-	sr.plug.Close(ctx)
+	s.refs.retire(ctx, sr.plug) // closed once its instances have noticed
 	return nil
 }
 
@@ -135,22 +133,17 @@ type shadowOperator struct {
 func (o *wasmOperator) runShadow(ctx context.Context, in []record.Record) bool {
 	sr := o.slot.shadow.Load()
 	if sr == nil {
-		if o.sh.w != nil {
-			o.sh.w.Close(ctx)
-			o.sh = shadowOperator{}
-		}
+		o.closeShadow(ctx)
 		return false
 	}
 	if o.sh.run != sr {
-		if o.sh.w != nil {
-			o.sh.w.Close(ctx)
-		}
+		o.closeShadow(ctx)
 		w, err := sr.plug.NewWorker(ctx)
 		if err != nil {
 			sr.failed.Add(1)
-			o.sh = shadowOperator{}
 			return false
 		}
+		o.slot.refs.acquire(sr.plug)
 		o.sh = shadowOperator{run: sr, w: w}
 	}
 	o.sh.out.Reset()
@@ -162,6 +155,15 @@ func (o *wasmOperator) runShadow(ctx context.Context, in []record.Record) bool {
 		return false
 	}
 	return true
+}
+
+// closeShadow closes the instance's shadow worker, if any.
+func (o *wasmOperator) closeShadow(ctx context.Context) {
+	if o.sh.w != nil {
+		o.sh.w.Close(ctx)
+		o.slot.refs.release(ctx, o.sh.run.plug)
+	}
+	o.sh = shadowOperator{}
 }
 
 // compareShadow compares the candidate's output of in with the live
