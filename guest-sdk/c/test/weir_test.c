@@ -1,9 +1,11 @@
 /*
- * Native unit tests of the C SDK's JSON helpers and buffers:
+ * Unit tests of the C SDK's JSON helpers and buffers:
  *
  *     cc -O2 -Wall -I. -o /tmp/weir_test test/weir_test.c weir.c -lm && /tmp/weir_test   (in guest-sdk/c)
  *
- * The ABI paths are tested under the host by the conformance suite
+ * The suite runs them both natively and built for wasm32-wasi under wazero
+ * (go test -run CSDKUnit ./host/internal/pluginbuild/). The ABI paths are
+ * tested under the host by the conformance suite
  * (go test ./plugins/conformance/).
  */
 #include <stdio.h>
