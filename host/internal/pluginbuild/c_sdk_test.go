@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,4 +82,68 @@ func TestCSDKUnitTestsNative(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(b)) != "ok" {
 		t.Fatalf("C SDK unit tests (native): %v\n%s", err, b)
 	}
+}
+
+// BenchmarkCSDKTransform times guest-sdk/c/test/transform_bench.c, the
+// uppercase plugin's JSON work without the ABI, built natively (cc -O2)
+// and for wasm32-wasi (the plugin flags) run under wazero: the ratio is
+// what running the SDK's code as WebAssembly costs. Each run is one
+// process (native) or one instantiation (Wasm) doing b.N records, so the
+// native figure includes a process start, about a millisecond.
+func BenchmarkCSDKTransform(b *testing.B) {
+	dir := filepath.Join(moduleRoot(b), "guest-sdk", "c")
+	srcs := []string{filepath.Join(dir, "test", "transform_bench.c"), filepath.Join(dir, "weir.c")}
+	b.Run("native", func(b *testing.B) {
+		cc, err := exec.LookPath("cc")
+		if err != nil {
+			b.Skip("no native C compiler (cc) on PATH")
+		}
+		bin := filepath.Join(b.TempDir(), "transform_bench")
+		args := append([]string{"-O2", "-I", dir, "-o", bin}, srcs...)
+		if out, err := exec.Command(cc, append(args, "-lm")...).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		b.ResetTimer()
+		if out, err := exec.Command(bin, strconv.Itoa(b.N)).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
+	})
+	b.Run("wasm", func(b *testing.B) {
+		ctx := context.Background()
+		clang, _, err := clangPath(ctx)
+		if err != nil {
+			b.Skipf("no C toolchain: %v", err)
+		}
+		out := filepath.Join(b.TempDir(), "transform_bench.wasm")
+		args := []string{"-I", dir, "-o", out}
+		for _, f := range cFlags {
+			if f != "-mexec-model=reactor" {
+				args = append(args, f)
+			}
+		}
+		if msg, err := exec.CommandContext(ctx, clang, append(args, srcs...)...).CombinedOutput(); err != nil {
+			b.Fatalf("%v\n%s", err, msg)
+		}
+		wasm, err := os.ReadFile(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt := wazero.NewRuntime(ctx)
+		defer rt.Close(ctx)
+		wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+		mod, err := rt.CompileModule(ctx, wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cfg := wazero.NewModuleConfig().WithStderr(&stderr).WithArgs("transform_bench", strconv.Itoa(b.N))
+		b.ResetTimer()
+		_, err = rt.InstantiateModule(ctx, mod, cfg)
+		var exit *sys.ExitError
+		if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 0) {
+			b.Fatalf("%v\n%s", err, &stderr)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
+	})
 }
