@@ -248,3 +248,45 @@ sinks: [{name: out, type: stdout}]
 		t.Fatalf("bounded output differs, or not 1000 windows (%d):\n%s", strings.Count(unbounded, "\n"), bounded)
 	}
 }
+
+// TestWindowWithoutKeyByInParallel: a window over a stream with no key_by
+// (and records without keys) at parallelism 2 counts each window once, over
+// all its records, as Flink's windowAll does; split between workers it
+// would give each window twice, with part counts.
+func TestWindowWithoutKeyByInParallel(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%50, i*10))
+	}
+	input := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writePipeline(t, `name: all
+engine: {parallelism: 2, batch_size: 16}
+sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
+operators:
+  - {name: w, type: window, kind: tumbling, size: 1s, time_format: epoch_ms, aggregates: [{func: count, as: n}]}
+sinks: [{name: out, type: stdout}]
+`)
+	var out bytes.Buffer
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(got) != 20 {
+		t.Fatalf("%d results, want one for each of the 20 windows:\n%s", len(got), out.String())
+	}
+	for _, line := range got {
+		if !strings.Contains(line, `"n":100`) {
+			t.Fatalf("a window's count is not its 100 records: %s\nall:\n%s", line, out.String())
+		}
+	}
+}

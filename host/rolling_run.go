@@ -24,7 +24,7 @@ func (p *Pipeline) rollingStep(op *config.Operator) engine.Step {
 	for _, a := range r.Aggregates {
 		cfg.Aggregates = append(cfg.Aggregates, window.Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As})
 	}
-	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, New: func(context.Context) (engine.Operator, error) {
+	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(context.Context) (engine.Operator, error) {
 		ro, err := window.NewRolling(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)

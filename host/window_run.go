@@ -43,7 +43,7 @@ func (p *Pipeline) windowStep(op *config.Operator, plug *wasm.Plugin) engine.Ste
 	for _, a := range w.Aggregates {
 		cfg.Aggregates = append(cfg.Aggregates, window.Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As, Exact: a.Exact})
 	}
-	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, New: func(ctx context.Context) (engine.Operator, error) {
+	return engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
 		if op.Plugin == "" {
 			wo, err := window.New(cfg)
 			if err != nil {

@@ -32,7 +32,9 @@
 // unpartitioned batch whole to the next worker in turn. After a key_by,
 // records move to the worker that owns their new key, by hash, so keyed
 // state is only ever touched by one worker and each key's records stay in
-// order. The pieces a batch is cut into all belong to it, and it completes,
+// order. A first segment holding a step with KeyedState (a window with no
+// key_by before it) is routed by key as well, from the dispatcher: records
+// without a key then all go to one worker, as Flink runs windowAll on one. The pieces a batch is cut into all belong to it, and it completes,
 // and is acknowledged to its source, only when every piece has been written.
 //
 // # Checkpoints

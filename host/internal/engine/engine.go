@@ -36,6 +36,14 @@ type Step struct {
 	// are routed to workers by key, so that one key is always processed by
 	// the same worker, in order.
 	KeyBy bool
+	// KeyedState marks a step that keeps state per record key (a window).
+	// When no key_by comes before it, the records of its part of the chain
+	// are routed to workers by key too, rather than by source partition or
+	// in turn: one key's state then lives on one worker, which is also the
+	// worker KeyOwner names for it. Records without a key all go to one
+	// worker, as Flink runs a window over an unkeyed stream (windowAll) on
+	// one.
+	KeyedState bool
 }
 
 // Pipeline is a runnable pipeline: sources feeding a chain of steps feeding
@@ -91,7 +99,7 @@ type segment struct {
 	first, end int           // the steps [first, end)
 	in         []chan *piece // one queue per worker
 	ops        [][]Operator  // [worker][step - first]
-	keyed      bool          // routed by key (it follows a key_by)
+	keyed      bool          // routed by key (it follows a key_by, or holds KeyedState)
 }
 
 // Run runs the pipeline until every source ends, or until ctx is done. When
@@ -453,6 +461,8 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			st.watermark.Store(lastWM)
 			forward(0, 0, sent, pc, lastWM, func(r *record.Record) int {
 				switch {
+				case segs[0].keyed:
+					return int(hashKey(r.Key) % uint32(par))
 				case r.Origin.Partition >= 0:
 					return int(hashPartition(r.Origin.Topic, r.Origin.Partition) % uint32(par))
 				case r.Key != nil:
@@ -699,6 +709,9 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		end = min(end+1, len(p.Steps)) // a key_by ends its segment
 		s := &segment{first: first, end: end, keyed: first > 0 && p.Steps[first-1].KeyBy,
 			in: make([]chan *piece, par), ops: make([][]Operator, par)}
+		for j := first; j < end && first == 0; j++ {
+			s.keyed = s.keyed || p.Steps[j].KeyedState
+		}
 		segs = append(segs, s)
 		for w := range par {
 			s.in[w] = make(chan *piece, depth)

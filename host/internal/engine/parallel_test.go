@@ -90,10 +90,60 @@ func TestParallelKeyedOrder(t *testing.T) {
 	}
 }
 
+// TestParallelKeyedStateWithoutKeyBy runs a KeyedState step (a window)
+// with no key_by before it on 4 workers, over partitioned records whose
+// keys are spread across partitions, some without a key. Routed by
+// partition, one key's records (and every keyless one) would reach several
+// workers, each keeping its own state for it; routed by key, each key, the
+// absent one included, stays on one worker, in order.
+func TestParallelKeyedStateWithoutKeyBy(t *testing.T) {
+	const n, parts, keys, par = 20_000, 6, 37, 4
+	for _, tt := range []struct {
+		name       string
+		keyedState bool
+		wantBad    bool
+	}{
+		{name: "keyed state is routed by key", keyedState: true},
+		{name: "a stateless step keeps partition routing", keyedState: false, wantBad: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var owners sync.Map
+			var bad, instances atomic.Int64
+			p := &Pipeline{
+				Sources: []Source{&keyedSource{n: n, parts: parts, keys: keys, withKeys: true}},
+				Steps: []Step{{Name: "order", KeyedState: tt.keyedState, New: func(context.Context) (Operator, error) {
+					w := int(instances.Add(1))
+					return &orderChecker{worker: w, owners: &owners, last: map[string]int64{}, bad: &bad}, nil
+				}}},
+				Sinks:       []Sink{NewDiscardSink("out")},
+				DeadLetter:  NewDeadLetterWriter("discard", io.Discard, false),
+				BatchSize:   64,
+				Parallelism: par,
+			}
+			sum, err := p.Run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Steps[0].In != n || sum.Sinks[0].Out != n {
+				t.Fatalf("summary %+v, want %d records through", sum, n)
+			}
+			if got := bad.Load() != 0; got != tt.wantBad {
+				t.Errorf("%d records out of order or on a second worker (want some: %v)", bad.Load(), tt.wantBad)
+			}
+		})
+	}
+}
+
 // keyedSource emits n records over parts partitions; record i has key
 // k(i mod keys) and a per-key sequence number, and keys are spread over
 // partitions, as when a topic is not keyed the way the pipeline keys it.
-type keyedSource struct{ n, parts, keys int }
+// With withKeys, records also carry their key as the record key, except
+// those of key k0, which have none, and each key's records are spread over
+// every partition.
+type keyedSource struct {
+	n, parts, keys int
+	withKeys       bool
+}
 
 func (s *keyedSource) Name() string { return "keyed" }
 func (s *keyedSource) Run(ctx context.Context, out *Out) error {
@@ -104,6 +154,12 @@ func (s *keyedSource) Run(ctx context.Context, out *Out) error {
 		rec := record.Record{
 			Value:  fmt.Appendf(nil, `{"k":"k%d","seq":%d}`, k, seq[k]),
 			Origin: record.Origin{Topic: "t", Partition: int32(k % s.parts), Offset: int64(i)},
+		}
+		if s.withKeys {
+			rec.Origin.Partition = int32(i / 7 % s.parts) // a key in every partition
+			if k != 0 {
+				rec.Key = fmt.Appendf(nil, "k%d", k)
+			}
 		}
 		if err := out.Add(rec); err != nil {
 			return err
