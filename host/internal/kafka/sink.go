@@ -80,7 +80,9 @@ type SinkConfig struct {
 	Linger time.Duration
 	// BatchMaxBytes caps a record batch, before compression; 0 keeps
 	// franz-go's default of 1,000,012 bytes (the brokers' default
-	// max.message.bytes). A single larger record fails the pipeline.
+	// max.message.bytes). A record too large to fit in a batch on its own
+	// (its key, value and headers within snkRecordFraming bytes of the
+	// cap) goes to the dead-letter output instead of being produced.
 	BatchMaxBytes int32
 	// Acks is AcksAll (the default: every in-sync replica has the record),
 	// AcksLeader or AcksNone. Idempotent writes, which keep franz-go's
@@ -128,6 +130,8 @@ type Sink struct {
 	shared    bool // cl is a transaction's, closed by its Source
 	log       *slog.Logger
 	timeout   time.Duration
+	batchMax  int64  // the client's ProducerBatchMaxBytes
+	sizeDesc  string // prefix of dead-letter reasons about record size
 
 	// Owned by the Write goroutine.
 	topics  map[string]string // topic names read from records, interned
@@ -184,7 +188,34 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		timeout:   timeout,
 		topics:    make(map[string]string),
 	}
+	s.batchMax = int64(cl.OptValue(kgo.ProducerBatchMaxBytes).(int32))
+	s.sizeDesc = "sink " + strconv.Quote(cfg.Name) + ": "
 	return s, nil
+}
+
+// snkRecordFraming bounds what a record batch adds around one record
+// alone in it: the batch header (61 bytes) and the record's varint
+// lengths, attributes and deltas (at most 5+1+1+1+5+5+5 bytes, plus 10 a
+// header). A record whose key, value and headers come within it of the
+// batch cap cannot be produced: franz-go fails it with MESSAGE_TOO_LARGE,
+// which would fail the whole write, so the sink dead-letters it first.
+// The bound errs by a few bytes: with a 4096-byte cap franz-go refuses
+// records of key and value from between 4,014 and 4,023 bytes on, the
+// sink from 4,001.
+const snkRecordFraming = 96
+
+// tooLarge returns a dead-letter reason when rec, produced with key,
+// cannot fit in a record batch, or "".
+func (s *Sink) tooLarge(key []byte, rec *record.Record) string {
+	size := int64(len(key) + len(rec.Value))
+	for _, h := range rec.Headers {
+		size += int64(len(h.Key) + len(h.Value))
+	}
+	if size+snkRecordFraming+10*int64(len(rec.Headers)) <= s.batchMax {
+		return ""
+	}
+	return fmt.Sprintf("%sthe record's key, value and headers are %d bytes, more than a record batch of %d bytes (batch_max_bytes) can hold with its framing: Kafka would refuse it",
+		s.sizeDesc, size, s.batchMax)
 }
 
 // snkClient returns a producer client, and the delivery timeout in
@@ -375,6 +406,10 @@ func (s *Sink) Write(recs []record.Record, dead []record.DeadLetter, ack *engine
 					Reason: s.keyDesc + reason})
 				continue
 			}
+		}
+		if reason := s.tooLarge(key, rec); reason != "" {
+			dead = append(dead, record.DeadLetter{Record: *rec, Stage: s.name, Reason: reason})
+			continue
 		}
 		kr := &b.recs[n]
 		n++

@@ -335,6 +335,8 @@ func TestSinkBadFields(t *testing.T) {
 			reason: `sink "out": topic field t: "` + strings.Repeat("x", 250) + `" is longer than the 249 characters a topic name may have`},
 		{name: "key field missing", cfg: SinkConfig{Topic: "a", KeyField: []string{"id"}}, value: `{"t":"a"}`,
 			reason: `sink "out": key field id: field not found`},
+		{name: "record too large for a batch", cfg: SinkConfig{Topic: "a", BatchMaxBytes: 4096}, value: `{"t":"` + strings.Repeat("x", 4000) + `"}`,
+			reason: `sink "out": the record's key, value and headers are 4011 bytes, more than a record batch of 4096 bytes (batch_max_bytes) can hold with its framing: Kafka would refuse it`},
 		{name: "key value not JSON", cfg: SinkConfig{Topic: "a", KeyField: []string{"id"}}, value: `id=1`,
 			reason: `sink "out": key field id: the value is not JSON: wjson: invalid character 'i' looking for beginning of value at byte offset 0`},
 	}
