@@ -108,6 +108,10 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 		case op.Type == config.OperatorRolling:
 			st := p.rollingStep(op)
 			native = &st
+		case op.Type == config.OperatorLookup:
+			// Connects and prepares the query: a bad DSN or query is a load error.
+			st := lookupStep(op)
+			native = &st
 		}
 		if native != nil {
 			// Build one now, so settings the operator rejects are a load error.

@@ -90,16 +90,20 @@ func (p *Pipeline) Run(ctx context.Context) (sum Summary, err error) {
 
 // build turns the validated config into an engine pipeline, creating one
 // worker per plugin operator.
-func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), err error) {
+func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err error) {
 	cfg := p.cfg
 	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth,
 		Parallelism: cfg.Engine.Parallelism, EventTime: p.eventTimes()}
-	stop = func() {}
+	// stop is a local, not the named result, so that the error returns
+	// below (which set the results to nil) leave it for the cleanup.
+	stop := func() {}
 	var cc kafka.ClientConfig
 	if cfg.UsesKafka() {
-		if cc, stop, err = p.kafkaClient(ctx); err != nil {
+		kc, kstop, err := p.kafkaClient(ctx)
+		if err != nil {
 			return nil, nil, err
 		}
+		cc, stop = kc, kstop
 	}
 	defer func() {
 		if err != nil {
@@ -153,6 +157,10 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 			ep.Steps = append(ep.Steps, p.rollingStep(op))
 			continue
 		}
+		if op.Type == config.OperatorLookup {
+			ep.Steps = append(ep.Steps, lookupStep(op))
+			continue
+		}
 		if op.Type == config.OperatorKeyBy {
 			st.KeyBy = true
 			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }
@@ -194,6 +202,12 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, stop func(), 
 				return nil, nil, err
 			}
 			ep.Sinks = append(ep.Sinks, ks)
+		case config.SinkDatabase:
+			ds, err := databaseSink(ctx, s)
+			if err != nil {
+				return nil, nil, err
+			}
+			ep.Sinks = append(ep.Sinks, ds)
 		}
 	}
 	switch dl := &cfg.DeadLetter; dl.Type {

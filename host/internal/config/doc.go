@@ -82,7 +82,7 @@
 //	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
-//	    type: key_by        # key_by | map | flat_map | filter | window | rolling
+//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup
 //	    field: id           # key_by: required dotted JSON path, a.b.c
 //	  - name: detect
 //	    type: flat_map
@@ -112,9 +112,17 @@
 //	      - {name: 10m, range: 10m}   # with order: rows, {name: last5, rows: 5}
 //	    aggregates:         # at least one; sum|count|avg|min|max; output fields <as>_<window name> appended
 //	      - {func: sum, field: amount, as: amount_sum}            # window by window, aggregate by aggregate
+//	  - name: city
+//	    type: lookup        # processing-time lookup join: each record gets the columns of a row of a SQL table
+//	    database: {driver: mysql, dsn: "root@tcp(127.0.0.1:3306)/test"}  # mysql (also MariaDB) | postgres
+//	    query: SELECT city FROM device_metadata WHERE device_id = ?  # exactly one ?, the value of field
+//	    field: device_id    # required dotted JSON path: the lookup key
+//	    join: inner         # inner (default: no row, the record is dropped) | left (no row: the columns are null)
+//	    cache_ttl: 1m       # optional: reuse a row (or its absence) this long; 0 (default) = no cache
+//	    cache_size: 10000   # with cache_ttl: most keys cached per worker
 //	sinks:                  # at least one
 //	  - name: out
-//	    type: file          # stdout | file | discard | kafka
+//	    type: file          # stdout | file | discard | kafka | database
 //	    format: json        # stdout, file, kafka: json | raw, default json
 //	    path: out.jsonl     # file: required; its directory must exist
 //	  - name: alerts
@@ -127,6 +135,12 @@
 //	    batch_max_bytes: 1048576   # 1..1073741824; absent = the client's default
 //	    acks: all           # all (default) | leader | none
 //	    delivery_timeout: 2m       # > 0, default 2m
+//	  - name: dashboard
+//	    type: database      # one transaction per batch, committed before the batch's input is acknowledged
+//	    database: {driver: postgres, dsn: "postgres://postgres@127.0.0.1:5432/test"}
+//	    table: average_temperatures
+//	    columns: {city: city, window_time: window_end, avg_temperature: avg_temperature}  # column: dotted JSON path
+//	    key: [city, window_time]   # optional upsert key (a primary or unique key): a record written again replaces its row
 //	state:                  # optional: where keyed state (plugin state, windows) is kept
 //	  backend: memory       # memory (default; lost at exit) | badger (on disk, survives restarts)
 //	  dir: state            # badger: required; relative to the pipeline dir; its parent must exist
@@ -178,7 +192,7 @@
 //
 //	pipeline.yaml:3:13: kafka.brokers[0]: invalid address "host1": missing port (want host:port)
 //	pipeline.yaml:12:5: operators[1] "detect": unknown field "plugn" (did you mean "plugin"?)
-//	pipeline.yaml:20:11: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard, kafka; did you mean "stdout"?)
+//	pipeline.yaml:20:11: sinks[0] "out".type: invalid value "stdot" (want one of stdout, file, discard, kafka, database; did you mean "stdout"?)
 //	$WEIR_ENGINE_BATCH_SIZE: engine.batch_size: expected an integer, got "lots"
 //
 // The form is position: path: message. The position is file:line:col of

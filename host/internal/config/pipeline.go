@@ -40,6 +40,7 @@ var (
 		OperatorFilter:  pluginFields,
 		OperatorWindow:  windowFields,
 		OperatorRolling: rollingFields,
+		OperatorLookup:  lookupFields,
 	}
 	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
 	sinkFields   = map[SinkType][]string{
@@ -48,6 +49,7 @@ var (
 		SinkDiscard: {"name", "type"},
 		SinkKafka: {"name", "type", "format", "topic", "topic_field", "key_field", "compression", "linger",
 			"batch_max_bytes", "acks", "delivery_timeout"},
+		SinkDatabase: dbSinkFields,
 	}
 	deadLetterFields = map[DeadLetterType][]string{
 		DeadLetterStderr: {"type"},
@@ -69,8 +71,8 @@ var (
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
-	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling)}
-	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling), string(OperatorLookup)}
+	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka), string(SinkDatabase)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
 	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
 	genKinds        = []string{
@@ -501,6 +503,8 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		d.window(o, &op)
 	case op.Type == OperatorRolling:
 		d.rolling(o, &op)
+	case op.Type == OperatorLookup:
+		d.lookup(o, &op, engineBatch)
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true
@@ -537,7 +541,7 @@ func (d *decoder) sink(n *yaml.Node, i int) (Sink, bool) {
 		return s, false
 	}
 	s.Name, s.Type = name, SinkType(typ)
-	if s.Type != "" {
+	if contains(sinkFields[s.Type], "format") {
 		s.Format = SinkFormatJSON
 		if f, st := o.enum("format", sinkFormats...); st == good {
 			s.Format = SinkFormat(f)
@@ -548,6 +552,8 @@ func (d *decoder) sink(n *yaml.Node, i int) (Sink, bool) {
 		s.Path = d.outputPath(o)
 	case SinkKafka:
 		d.kafkaSink(o, &s)
+	case SinkDatabase:
+		d.databaseSink(o, &s)
 	}
 	o.finish(sinkFields[s.Type], union(sinkFields, sinkTypes), o.kindOf(typ, "sinks", "type"))
 	return s, true

@@ -97,6 +97,7 @@ const (
 	OperatorFilter  OperatorType = "filter"   // plugin: one record in, kept or dropped
 	OperatorWindow  OperatorType = "window"   // keyed windows with built-in aggregates
 	OperatorRolling OperatorType = "rolling"  // per-record aggregates over trailing windows (SQL OVER)
+	OperatorLookup  OperatorType = "lookup"   // enriches records from a SQL table (a processing-time lookup join)
 )
 
 // IsPlugin reports whether operators of type t run a Wasm plugin.
@@ -124,6 +125,8 @@ const (
 	// for their side effects.
 	SinkDiscard SinkType = "discard"
 	SinkKafka   SinkType = "kafka" // produces to a Kafka topic
+	// SinkDatabase writes rows to a SQL table, upserting by a key.
+	SinkDatabase SinkType = "database"
 )
 
 // SinkFormat is how a sink writes records.
@@ -402,6 +405,9 @@ type Operator struct {
 
 	// rolling
 	Rolling Rolling
+
+	// lookup (also BatchSize)
+	Lookup Lookup
 }
 
 // Values of a plugin operator's state_ttl_time.
@@ -433,6 +439,15 @@ type Sink struct {
 	BatchMaxBytes   int32         // largest batch, 1..MaxBatchMaxBytes; 0 = the client's default
 	Acks            Acks          // default DefaultAcks
 	DeliveryTimeout time.Duration // how long a record may take to be acknowledged, > 0, default DefaultDeliveryTimeout
+
+	// database
+	Database Database
+	Table    string       // a plain SQL name, optionally schema.table
+	Columns  []SinkColumn // at least one, in the order written
+	// Key names the columns of a primary or unique key of Table: rows are
+	// upserted by it, so a record written again replaces its row. Empty =
+	// plain inserts.
+	Key []string
 }
 
 // DeadLetter says where records rejected by operators or sinks are written.
