@@ -83,7 +83,7 @@ export class Value {
    * UTF-8 and unpaired surrogates as U+FFFD) to w; for any other kind,
    * its raw text.
    */
-  appendString(w: Writer): void {
+  @inline appendString(w: Writer): void {
     if (this.kind != Kind.String || this.length < 2) {
       w.raw(this.ptr, this.length);
     } else if (this.plain) {
@@ -508,6 +508,234 @@ function findIn(i: i32, name: string, dst: Value, off: i32): i32 {
   return -1;
 }
 
+// ---- fast path ----
+//
+// getFast is get for the common case, a flat object: one function with its
+// state in locals (a call costs more than the work of most steps under a
+// wasm JIT), scanning strings and digits 8 bytes at a time. It accepts only
+// what the full reader (find) accepts, and gives the same result; anything
+// else (a malformed document, a top-level value that is not an object) makes
+// it return false and the caller runs find, which also explains the error.
+// Nested objects and arrays are read by the full reader's value().
+
+// @ts-ignore: decorator
+@inline const ONES: u64 = 0x0101010101010101;
+// @ts-ignore: decorator
+@inline const HIGHS: u64 = 0x8080808080808080;
+
+// strSpecial marks (in bit 7 of each byte) the bytes of v that end a run of
+// plain string bytes: '"', '\\', control characters and non-ASCII bytes. A
+// mark above the lowest can be spurious (a borrow), never the lowest.
+// @ts-ignore: decorator
+@inline
+function strSpecial(v: u64): u64 {
+  let q = v ^ (ONES * 0x22);
+  let s = v ^ (ONES * 0x5c);
+  return (((q - ONES) & ~q) | ((s - ONES) & ~s) | ((v - ONES * 0x20) & ~v) | v) & HIGHS;
+}
+
+// nonDigit marks the bytes of v outside '0'-'9' (the lowest mark is exact).
+// @ts-ignore: decorator
+@inline
+function nonDigit(v: u64): u64 {
+  return ((v + ONES * 0x46) | (v - ONES * 0x30)) & HIGHS;
+}
+
+// @ts-ignore: decorator
+@inline
+function isWS(c: u32): bool {
+  // ' ', '\n', '\r' and '\t' as bits of a mask.
+  return c <= 0x20 && ((<u64>1 << <u64>c) & 0x100002600) != 0;
+}
+
+// fwsAt skips whitespace from i in the n bytes at b.
+// @ts-ignore: decorator
+@inline
+function fwsAt(b: usize, n: i32, i: i32): i32 {
+  while (i < n && isWS(<u32>load<u8>(b + <usize>i))) i++;
+  return i;
+}
+
+// fstr reads the string whose opening quote is at i, in the n bytes at b:
+// returns the index after its closing quote times 2, plus 1 when the string
+// is plain (no escapes, all ASCII); or -1 for anything the fast path leaves
+// to the full reader.
+// @ts-ignore: decorator
+@inline
+function fstr(b: usize, n: i32, i: i32): i32 {
+  i++;
+  let plain = true;
+  while (true) {
+    // All loads are inside the document: i + 8 <= n.
+    while (i + 8 <= n) {
+      let m = strSpecial(load<u64>(b + <usize>i));
+      if (m != 0) {
+        i += <i32>(ctz<u64>(m) >> 3);
+        break;
+      }
+      i += 8;
+    }
+    if (i >= n) return -1;
+    let c = <u32>load<u8>(b + <usize>i);
+    if (c == 0x22) return ((i + 1) << 1) | <i32>plain;
+    if (c >= 0x80) {
+      plain = false;
+      i++;
+    } else if (c == 0x5c) {
+      plain = false;
+      if (i + 1 >= n) return -1;
+      let e = <u32>load<u8>(b + <usize>i + 1);
+      if (e == 0x22 || e == 0x5c || e == 0x2f || e == 0x62 || e == 0x66 || e == 0x6e || e == 0x72 || e == 0x74) {
+        i += 2;
+      } else if (e == 0x75) {
+        if (i + 6 > n || hex4(b + <usize>i + 2, 4) < 0) return -1;
+        i += 6;
+      } else {
+        return -1;
+      }
+    } else if (c < 0x20) {
+      return -1;
+    } else {
+      // A plain byte after a spurious mark, or in the tail of fewer than 8.
+      i++;
+    }
+  }
+  return -1;
+}
+
+// fdigits skips the digits from i in the n bytes at b.
+// @ts-ignore: decorator
+@inline
+function fdigits(b: usize, n: i32, i: i32): i32 {
+  // All loads are inside the document: i + 8 <= n.
+  while (i + 8 <= n) {
+    let m = nonDigit(load<u64>(b + <usize>i));
+    if (m != 0) return i + <i32>(ctz<u64>(m) >> 3);
+    i += 8;
+  }
+  while (i < n && isDigit(<u32>load<u8>(b + <usize>i))) i++;
+  return i;
+}
+
+// getFast looks up name in the n bytes at p as get does, into dst, reset
+// for the document at p; on false, dst may be half written: the caller
+// resets it again.
+function getFast(p: usize, n: i32, name: string, dst: Value): bool {
+  let b = p;
+  let i = fwsAt(b, n, 0);
+  if (i >= n || load<u8>(b + <usize>i) != 0x7b) return false;
+  i = fwsAt(b, n, i + 1);
+  if (i < n && load<u8>(b + <usize>i) == 0x7d) return fwsAt(b, n, i + 1) == n;
+  let np = changetype<usize>(name);
+  let nl = name.length;
+  while (true) {
+    if (i >= n || load<u8>(b + <usize>i) != 0x22) return false;
+    let ks = fstr(b, n, i);
+    if (ks < 0) return false;
+    let kend = ks >> 1;
+    // A plain key is ASCII, one byte per code unit of a matching name; any
+    // other key goes through the decoder.
+    let match = false;
+    let kl = kend - i - 2;
+    if (ks & 1) {
+      if (kl == nl) {
+        match = true;
+        let kp = b + <usize>i + 1;
+        for (let j = 0; j < kl; j++) {
+          if (<u32>load<u8>(kp + <usize>j) != <u32>load<u16>(np + (<usize>j << 1))) {
+            match = false;
+            break;
+          }
+        }
+      }
+    } else {
+      scratch.reset();
+      appendUnquoted(scratch, b + <usize>i + 1, kl);
+      match = utf8Equals(scratch.ptr, scratch.len, name);
+    }
+    i = fwsAt(b, n, kend);
+    if (i >= n || load<u8>(b + <usize>i) != 0x3a) return false;
+    i = fwsAt(b, n, i + 1);
+    if (i >= n) return false;
+    let start = i;
+    let k = Kind.Invalid;
+    let vpl = false;
+    let c = <u32>load<u8>(b + <usize>i);
+    if (c == 0x22) {
+      k = Kind.String;
+      let vs = fstr(b, n, i);
+      i = vs >> 1; // -1 stays -1
+      vpl = (vs & 1) != 0;
+    } else if (c == 0x74) {
+      // "true" and "null" as one little-endian u32, in the document.
+      k = Kind.Bool;
+      i = i + 4 <= n && load<u32>(b + <usize>i) == 0x65757274 ? i + 4 : -1;
+    } else if (c == 0x6e) {
+      k = Kind.Null;
+      i = i + 4 <= n && load<u32>(b + <usize>i) == 0x6c6c756e ? i + 4 : -1;
+    } else if (c == 0x66) {
+      k = Kind.Bool;
+      i = i + 5 <= n && load<u32>(b + <usize>i + 1) == 0x65736c61 ? i + 5 : -1;
+    } else if (c == 0x7b || c == 0x5b) {
+      // Nested: the full reader, at depth 1 (inside this object).
+      begin(b, n);
+      depth = 1;
+      i = value(i);
+      k = vKind;
+      vpl = vPlain;
+      if (errMsg !== null) {
+        errMsg = null;
+        return false;
+      }
+    } else {
+      k = Kind.Number;
+      if (c == 0x2d) {
+        i++;
+        if (i >= n) return false;
+        c = <u32>load<u8>(b + <usize>i);
+      }
+      if (c == 0x30) {
+        i++;
+      } else if (isDigit(c)) {
+        i = fdigits(b, n, i + 1);
+      } else {
+        return false;
+      }
+      if (i < n && load<u8>(b + <usize>i) == 0x2e) {
+        i++;
+        if (i >= n || !isDigit(<u32>load<u8>(b + <usize>i))) return false;
+        i = fdigits(b, n, i + 1);
+      }
+      if (i < n && (<u32>load<u8>(b + <usize>i) | 0x20) == 0x65) {
+        i++;
+        if (i < n) {
+          let s = <u32>load<u8>(b + <usize>i);
+          if (s == 0x2b || s == 0x2d) i++;
+        }
+        if (i >= n || !isDigit(<u32>load<u8>(b + <usize>i))) return false;
+        i = fdigits(b, n, i + 1);
+      }
+    }
+    if (i < 0) return false;
+    if (match) {
+      dst.kind = k;
+      dst.start = start;
+      dst.end = i;
+      dst.plain = vpl;
+    }
+    i = fwsAt(b, n, i);
+    if (i >= n) return false;
+    c = <u32>load<u8>(b + <usize>i);
+    if (c == 0x7d) {
+      if (fwsAt(b, n, i + 1) != n) return false;
+      break;
+    }
+    if (c != 0x2c) return false;
+    i = fwsAt(b, n, i + 1);
+  }
+  return true;
+}
+
 /**
  * Validates doc (a JSON document; null counts as empty) and returns its
  * top-level field name: the last occurrence when the name repeats, as
@@ -517,7 +745,11 @@ function findIn(i: i32, name: string, dst: Value, off: i32): i32 {
  */
 export function get(doc: Uint8Array | null, name: string, dst: Value = new Value()): Value {
   if (doc === null) return find(null, 0, 0, 0, name, dst);
-  return find(doc, doc.dataStart, doc.byteLength, 0, name, dst);
+  let p = doc.dataStart;
+  let n = doc.byteLength;
+  reset(dst, doc, p);
+  if (getFast(p, n, name, dst)) return dst;
+  return find(doc, p, n, 0, name, dst);
 }
 
 /** Validates doc and returns its top-level value (with an error if malformed). */
@@ -697,10 +929,55 @@ const HEX = memory.data<u8>([0x30, 0x31, 0x32, 0x33, 0x34, 0x35, 0x36, 0x37, 0x3
  * \u00xx (lower-case hex); every other character as its UTF-8 bytes. A byte
  * that is not part of valid UTF-8 is written as the escape \ufffd.
  */
+// @ts-ignore: decorator
+@inline
 export function appendQuoted(w: Writer, p: usize, n: i32): void {
+  // Inlined, for the common case of nothing to escape; the rest is in
+  // appendQuotedSlow.
+  let i = plainPrefix(p, n);
+  if (i >= n) {
+    // Nothing to escape: one copy.
+    let q = w.reserve(n + 2);
+    store<u8>(q, 0x22);
+    memory.copy(q + 1, p, <usize>n);
+    store<u8>(q + 1 + <usize>n, 0x22);
+    w.len += n + 2;
+  } else {
+    appendQuotedSlow(w, p, n, i);
+  }
+}
+
+// plainPrefix returns the length of the longest prefix of the n bytes at p
+// that appendQuoted writes as it is (ASCII without '"', '\\' or control
+// characters), scanning 8 bytes at a time.
+// @ts-ignore: decorator
+@inline
+function plainPrefix(p: usize, n: i32): i32 {
+  let i = 0;
+  // All loads are inside the n bytes at p: i + 8 <= n.
+  while (i + 8 <= n) {
+    let m = strSpecial(load<u64>(p + <usize>i));
+    if (m != 0) {
+      i += <i32>(ctz<u64>(m) >> 3);
+      break;
+    }
+    i += 8;
+  }
+  if (i + 8 > n) {
+    while (i < n) {
+      let c = <u32>load<u8>(p + <usize>i);
+      if (c < 0x20 || c == 0x22 || c == 0x5c || c >= 0x80) break;
+      i++;
+    }
+  }
+  return i;
+}
+
+// appendQuotedSlow is appendQuoted for text whose first i bytes are plain
+// and whose byte i is not.
+function appendQuotedSlow(w: Writer, p: usize, n: i32, i: i32): void {
   w.byte(0x22);
   let start = 0;
-  let i = 0;
   while (i < n) {
     let c = <u32>load<u8>(p + <usize>i);
     if (c >= 0x20 && c != 0x22 && c != 0x5c && c < 0x80) {

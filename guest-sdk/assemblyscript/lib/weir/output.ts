@@ -157,6 +157,20 @@ export class Output {
   private writeHead(): void {
     let f = frame;
     let r = this.input!;
+    if (this.flags == 0) {
+      // Nothing set but the value (the common case): one reservation for
+      // the kind, index, flags and the length that finishOutput patches.
+      let p = f.reserve(10);
+      store<u8>(p, ENTRY_RECORD);
+      store<u32>(p, r.index, 1);
+      store<u8>(p, 0, 5);
+      store<u32>(p, 0, 6);
+      this.lenPos = f.len + 6;
+      f.len += 10;
+      this.state = VALUE;
+      this.valueNull = false;
+      return;
+    }
     f.byte(ENTRY_RECORD);
     f.u32(r.index);
     f.byte(this.flags);
