@@ -35,6 +35,38 @@ func writePipeline(t testing.TB, yaml string) string {
 	return path
 }
 
+// runOutput loads and runs the pipeline file at path and returns what it
+// printed to standard output.
+func runOutput(t *testing.T, path string) string {
+	t.Helper()
+	var out bytes.Buffer
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// writeReadings writes n JSON lines {"k":"k<i%50>","ts":<i*10>} to a file
+// and returns its path.
+func writeReadings(t *testing.T, n int) string {
+	t.Helper()
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%50, i*10))
+	}
+	input := filepath.Join(t.TempDir(), "in.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return input
+}
+
 func TestLoadErrorKinds(t *testing.T) {
 	tests := []struct {
 		name string
@@ -212,17 +244,9 @@ sinks: [{name: out, type: stdout}]
 // TestWindowMaxKeysInMemory: a window bounded to 3 keys in memory, the
 // rest spilled to badger, gives the unbounded window's results.
 func TestWindowMaxKeysInMemory(t *testing.T) {
-	dir := t.TempDir()
-	var lines []string
-	for i := range 2000 {
-		lines = append(lines, fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%50, i*10))
-	}
-	input := filepath.Join(dir, "in.jsonl")
-	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	input := writeReadings(t, 2000)
 	run := func(bound string) string {
-		path := writePipeline(t, `name: bounded
+		return runOutput(t, writePipeline(t, `name: bounded
 engine: {memory_limit: 1GiB}
 state: {backend: badger, dir: `+filepath.Join(t.TempDir(), "state")+`}
 sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
@@ -230,18 +254,7 @@ operators:
   - {name: by-k, type: key_by, field: k}
   - {name: w, type: window, kind: tumbling, size: 1s, time_format: epoch_ms, aggregates: [{func: count, as: n}]`+bound+`}
 sinks: [{name: out, type: stdout}]
-`)
-		var out bytes.Buffer
-		ctx := context.Background()
-		p, err := host.Load(ctx, path, host.Options{Stdout: &out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close(ctx)
-		if _, err := p.Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return out.String()
+`))
 	}
 	unbounded, bounded := run(""), run(", max_keys_in_memory: 3")
 	if strings.Count(unbounded, "\n") != 1000 || bounded != unbounded {
@@ -254,39 +267,21 @@ sinks: [{name: out, type: stdout}]
 // all its records, as Flink's windowAll does; split between workers it
 // would give each window twice, with part counts.
 func TestWindowWithoutKeyByInParallel(t *testing.T) {
-	dir := t.TempDir()
-	var lines []string
-	for i := range 2000 {
-		lines = append(lines, fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%50, i*10))
-	}
-	input := filepath.Join(dir, "in.jsonl")
-	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	path := writePipeline(t, `name: all
+	input := writeReadings(t, 2000)
+	out := runOutput(t, writePipeline(t, `name: all
 engine: {parallelism: 2, batch_size: 16}
 sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
 operators:
   - {name: w, type: window, kind: tumbling, size: 1s, time_format: epoch_ms, aggregates: [{func: count, as: n}]}
 sinks: [{name: out, type: stdout}]
-`)
-	var out bytes.Buffer
-	ctx := context.Background()
-	p, err := host.Load(ctx, path, host.Options{Stdout: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(ctx)
-	if _, err := p.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := strings.Split(strings.TrimSpace(out.String()), "\n")
+`))
+	got := strings.Split(strings.TrimSpace(out), "\n")
 	if len(got) != 20 {
-		t.Fatalf("%d results, want one for each of the 20 windows:\n%s", len(got), out.String())
+		t.Fatalf("%d results, want one for each of the 20 windows:\n%s", len(got), out)
 	}
 	for _, line := range got {
 		if !strings.Contains(line, `"n":100`) {
-			t.Fatalf("a window's count is not its 100 records: %s\nall:\n%s", line, out.String())
+			t.Fatalf("a window's count is not its 100 records: %s\nall:\n%s", line, out)
 		}
 	}
 }

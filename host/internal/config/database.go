@@ -96,14 +96,10 @@ func (d *decoder) lookup(o *object, op *Operator, engineBatch int) {
 			l.Query = q
 		}
 	}
-	if s, st := o.str("field"); st == absent {
+	if f, segs, st := o.fieldPath("field"); st == absent {
 		o.missing("field")
 	} else if st == good {
-		if segs, err := splitFieldPath(s); err != nil {
-			o.fail("field", o.get("field", kString), "invalid field path %q: %v", s, err)
-		} else {
-			l.Field, l.Path = s, segs
-		}
+		l.Field, l.Path = f, segs
 	}
 	if v, st := o.enum("join", joinKinds...); st == good {
 		l.Join = v

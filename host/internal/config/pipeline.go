@@ -447,14 +447,10 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 	op.Name, op.Type = name, OperatorType(typ)
 	switch {
 	case op.Type == OperatorKeyBy:
-		if s, st := o.str("field"); st == absent {
+		if f, segs, st := o.fieldPath("field"); st == absent {
 			o.missing("field")
 		} else if st == good {
-			if segs, err := splitFieldPath(s); err != nil {
-				o.fail("field", o.get("field", kString), "invalid field path %q: %v", s, err)
-			} else {
-				op.Field, op.KeyPath = s, segs
-			}
+			op.Field, op.KeyPath = f, segs
 		}
 	case op.Type.IsPlugin():
 		op.BatchSize = engineBatch

@@ -223,12 +223,8 @@ func (d *decoder) aggregate(n *yaml.Node, op *Operator, path string, funcs []str
 	} else if fst == good {
 		a.Func = f
 	}
-	if s, fst := ao.str("field"); fst == good {
-		if segs, err := splitFieldPath(s); err != nil {
-			ao.fail("field", ao.get("field", kString), "invalid field path %q: %v", s, err)
-		} else {
-			a.Field, a.Path = s, segs
-		}
+	if f, segs, fst := ao.fieldPath("field"); fst == good {
+		a.Field, a.Path = f, segs
 	} else if fst == absent && a.Func != "" && a.Func != "count" {
 		ao.missingf("%s needs a %q", a.Func, "field")
 	}

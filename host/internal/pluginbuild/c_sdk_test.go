@@ -23,6 +23,18 @@ import (
 // is what plugins run on, and built natively when a host C compiler is
 // there, which is how the SDK's README says to run them.
 
+// commandFlags are the flags C plugins are built with, for a command (with
+// main) rather than a reactor.
+func commandFlags() []string {
+	var flags []string
+	for _, f := range cFlags {
+		if f != "-mexec-model=reactor" {
+			flags = append(flags, f)
+		}
+	}
+	return flags
+}
+
 // cSDKTestSources returns the unit test's source files.
 func cSDKTestSources(t *testing.T) (dir string, files []string) {
 	dir = filepath.Join(moduleRoot(t), "guest-sdk", "c")
@@ -38,13 +50,7 @@ func TestCSDKUnitTestsWasm(t *testing.T) {
 	}
 	dir, srcs := cSDKTestSources(t)
 	out := filepath.Join(t.TempDir(), "weir_test.wasm")
-	// The plugin flags, but a command (with main) rather than a reactor.
-	args := []string{"-Wall", "-Werror", "-I", dir, "-o", out}
-	for _, f := range cFlags {
-		if f != "-mexec-model=reactor" {
-			args = append(args, f)
-		}
-	}
+	args := append([]string{"-Wall", "-Werror", "-I", dir, "-o", out}, commandFlags()...)
 	if b, err := exec.CommandContext(ctx, clang, append(args, srcs...)...).CombinedOutput(); err != nil {
 		t.Fatalf("building the C SDK's unit tests for wasm32-wasi: %v\n%s", err, b)
 	}
@@ -116,12 +122,7 @@ func BenchmarkCSDKTransform(b *testing.B) {
 			b.Skipf("no C toolchain: %v", err)
 		}
 		out := filepath.Join(b.TempDir(), "transform_bench.wasm")
-		args := []string{"-I", dir, "-o", out}
-		for _, f := range cFlags {
-			if f != "-mexec-model=reactor" {
-				args = append(args, f)
-			}
-		}
+		args := append([]string{"-I", dir, "-o", out}, commandFlags()...)
 		if msg, err := exec.CommandContext(ctx, clang, append(args, srcs...)...).CombinedOutput(); err != nil {
 			b.Fatalf("%v\n%s", err, msg)
 		}
