@@ -243,6 +243,18 @@ pub fn get<'a>(doc: &'a [u8], field: &str) -> Result<Value<'a>, SyntaxError> {
 /// nested objects: `get_path(doc, &["a", "b"])` is field "a"'s field "b".
 /// An empty path gives the top-level value.
 pub fn get_path<'a>(doc: &'a [u8], path: &[&str]) -> Result<Value<'a>, SyntaxError> {
+    if let [field] = path {
+        if let Some(v) = fast::get(doc, field) {
+            return Ok(v);
+        }
+    }
+    get_path_slow(doc, path)
+}
+
+/// get_path by the general parser: the reference for the fast path, and
+/// the path every malformed document and every deeper path takes.
+#[inline(never)]
+fn get_path_slow<'a>(doc: &'a [u8], path: &[&str]) -> Result<Value<'a>, SyntaxError> {
     let mut p = Parser::new(doc);
     let i = p.ws(0);
     let mut found = Value::default();
@@ -251,6 +263,246 @@ pub fn get_path<'a>(doc: &'a [u8], path: &[&str]) -> Result<Value<'a>, SyntaxErr
         return Err(p.error());
     }
     Ok(found)
+}
+
+/// The fast path of [`get`] for the common document: an object whose
+/// members are read by one function keeping its state in locals, scanning
+/// strings and digits eight bytes at a time (the counterpart of the C SDK's
+/// `json_get_fast`). It validates exactly what the general parser
+/// validates; whenever anything is off (malformed JSON, or a case it leaves
+/// to the general parser) it returns `None` and the caller runs the general
+/// parser, which then finds the same value or reports the error. So a
+/// `Some` is always what the general parser would return.
+///
+/// Its eight-byte scanners also serve the general parser and
+/// [`append_quote`].
+mod fast {
+    use super::{key_equals, Kind, Parser, Value, ERR};
+
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+    #[inline(always)]
+    const fn rep(c: u8) -> u64 {
+        ONES * c as u64
+    }
+
+    /// The 8 bytes at b[i..i + 8], little-endian.
+    ///
+    /// # Safety
+    /// `i + 8 <= b.len()`.
+    #[inline(always)]
+    unsafe fn load64(b: &[u8], i: usize) -> u64 {
+        debug_assert!(i + 8 <= b.len());
+        u64::from_le(core::ptr::read_unaligned(b.as_ptr().add(i) as *const u64))
+    }
+
+    /// Marks (with the byte's high bit) '"', '\\', control characters and
+    /// non-ASCII bytes. Only the lowest mark is exact (a borrow may mark
+    /// bytes after it), which is the only one used.
+    #[inline(always)]
+    pub(super) fn str_special(v: u64) -> u64 {
+        let q = v ^ rep(b'"');
+        let s = v ^ rep(b'\\');
+        (q.wrapping_sub(ONES) & !q | s.wrapping_sub(ONES) & !s | v.wrapping_sub(rep(0x20)) & !v | v) & HIGHS
+    }
+
+    /// Marks the bytes outside '0'-'9' (the lowest mark is exact).
+    #[inline(always)]
+    fn non_digit(v: u64) -> u64 {
+        (v.wrapping_add(rep(0x46)) | v.wrapping_sub(rep(0x30))) & HIGHS
+    }
+
+    /// The offset of the first byte at or after i that str_special marks,
+    /// or of the last 1-7 bytes of b, which the caller reads one at a time.
+    #[inline(always)]
+    pub(super) fn skip_plain8(b: &[u8], mut i: usize) -> usize {
+        while i + 8 <= b.len() {
+            // SAFETY: i + 8 <= b.len(), checked just above.
+            let m = str_special(unsafe { load64(b, i) });
+            if m != 0 {
+                return i + (m.trailing_zeros() >> 3) as usize;
+            }
+            i += 8;
+        }
+        i
+    }
+
+    #[inline(always)]
+    pub(super) fn skip_digits(b: &[u8], mut i: usize) -> usize {
+        while i + 8 <= b.len() {
+            // SAFETY: i + 8 <= b.len(), checked just above.
+            let m = non_digit(unsafe { load64(b, i) });
+            if m != 0 {
+                return i + (m.trailing_zeros() >> 3) as usize;
+            }
+            i += 8;
+        }
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    }
+
+    /// The offset of the first byte at or after i that is not whitespace,
+    /// and that byte: 0 at the end of b (a byte no caller accepts).
+    #[inline(always)]
+    fn ws(b: &[u8], mut i: usize) -> (usize, u8) {
+        while let Some(&c) = b.get(i) {
+            if !matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                return (i, c);
+            }
+            i += 1;
+        }
+        (i, 0)
+    }
+
+    /// Whether only whitespace follows i.
+    #[inline(always)]
+    fn rest_ws(b: &[u8], i: usize) -> bool {
+        ws(b, i).0 == b.len()
+    }
+
+    /// The string at i (a '"'): the offset after it, and whether it is
+    /// plain (no escapes, only ASCII); None if it is malformed.
+    #[inline(always)]
+    fn string(b: &[u8], mut i: usize) -> Option<(usize, bool)> {
+        let mut bits = 0u8;
+        let mut esc = false;
+        i += 1;
+        loop {
+            // Eight bytes at a time to the next quote, backslash, control
+            // or non-ASCII byte; the last 1-7 bytes of the document one at
+            // a time, through the same tests (no table lookup: a byte loop
+            // costs more than the tests under a wasm runtime).
+            i = skip_plain8(b, i);
+            let c = *b.get(i)?;
+            if c == b'"' {
+                return Some((i + 1, !esc && bits < 0x80));
+            }
+            if c != b'\\' {
+                if c < 0x20 {
+                    return None;
+                }
+                bits |= c;
+                i += 1;
+                continue;
+            }
+            esc = true;
+            match *b.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    let h = b.get(i + 2..i + 6)?;
+                    if !h.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    i += 6;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn number(b: &[u8], mut i: usize) -> Option<usize> {
+        if b[i] == b'-' {
+            i += 1;
+        }
+        match *b.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => i = skip_digits(b, i + 1),
+            _ => return None,
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            if !b.get(i)?.is_ascii_digit() {
+                return None;
+            }
+            i = skip_digits(b, i + 1);
+        }
+        if matches!(b.get(i), Some(b'e' | b'E')) {
+            i += 1;
+            if matches!(b.get(i), Some(b'+' | b'-')) {
+                i += 1;
+            }
+            if !b.get(i)?.is_ascii_digit() {
+                return None;
+            }
+            i = skip_digits(b, i + 1);
+        }
+        Some(i)
+    }
+
+    #[inline(always)]
+    fn word(b: &[u8], i: usize, w: &[u8]) -> Option<usize> {
+        let end = i + w.len();
+        bytes_eq(b.get(i..end)?, w).then(|| end)
+    }
+
+    /// a == b, by a loop: keys are short, and `==` calls memcmp.
+    #[inline(always)]
+    fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+    }
+
+    /// See the module comment.
+    pub(super) fn get<'a>(b: &'a [u8], name: &str) -> Option<Value<'a>> {
+        let want = name.as_bytes();
+        let mut found = Value::default();
+        let (i, c) = ws(b, 0);
+        if c != b'{' {
+            return None;
+        }
+        let (mut i, mut c) = ws(b, i + 1);
+        if c == b'}' {
+            return rest_ws(b, i + 1).then(|| found);
+        }
+        loop {
+            if c != b'"' {
+                return None;
+            }
+            let (kend, kplain) = string(b, i)?;
+            let key = &b[i + 1..kend - 1];
+            let matched = if kplain { bytes_eq(key, want) } else { key_equals(key, name) };
+            let (j, colon) = ws(b, kend);
+            if colon != b':' {
+                return None;
+            }
+            let (start, first) = ws(b, j + 1);
+            let (kind, end, plain) = match first {
+                b'"' => {
+                    let (end, plain) = string(b, start)?;
+                    (Kind::String, end, plain)
+                }
+                b'-' | b'0'..=b'9' => (Kind::Number, number(b, start)?, false),
+                b't' => (Kind::Bool, word(b, start, b"true")?, false),
+                b'f' => (Kind::Bool, word(b, start, b"false")?, false),
+                b'n' => (Kind::Null, word(b, start, b"null")?, false),
+                b'{' | b'[' => nested(b, start)?,
+                _ => return None,
+            };
+            if matched {
+                found = Value { kind, raw: &b[start..end], offset: start, plain };
+            }
+            match ws(b, end) {
+                (j, b'}') => return rest_ws(b, j + 1).then(|| found),
+                (j, b',') => (i, c) = ws(b, j + 1),
+                _ => return None,
+            }
+        }
+    }
+
+    /// A nested object or array, by the general parser, one level down.
+    #[inline(never)]
+    fn nested(b: &[u8], i: usize) -> Option<(Kind, usize, bool)> {
+        let mut p = Parser::new(b);
+        p.depth = 1;
+        let end = p.value(i);
+        if end == ERR {
+            return None;
+        }
+        Some((p.kind, end, p.plain))
+    }
 }
 
 /// Calls `f` with each field (name, value) of the object `doc`, in
@@ -283,18 +535,6 @@ where
 /// The offset parser functions return on error; the error is in
 /// Parser::err.
 const ERR: usize = usize::MAX;
-
-/// Bytes that continue a string: not a quote, a backslash or a control
-/// character.
-static STR_PLAIN: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut c = 0x20;
-    while c < 256 {
-        t[c] = c != b'"' as usize && c != b'\\' as usize;
-        c += 1;
-    }
-    t
-};
 
 /// A validating parser. Its methods take the offset to read from and
 /// return the offset after what they read, or ERR with the error recorded
@@ -440,11 +680,8 @@ impl<'a> Parser<'a> {
     }
 
     #[inline(always)]
-    fn digits(&self, mut i: usize) -> usize {
-        while i < self.b.len() && self.b[i].is_ascii_digit() {
-            i += 1;
-        }
-        i
+    fn digits(&self, i: usize) -> usize {
+        fast::skip_digits(self.b, i)
     }
 
     #[inline]
@@ -498,14 +735,13 @@ impl<'a> Parser<'a> {
         let mut escaped = false;
         let mut bits = 0u8;
         loop {
-            while i < b.len() && STR_PLAIN[b[i] as usize] {
-                bits |= b[i];
-                i += 1;
-            }
-            if i >= b.len() {
-                return self.err_eof();
-            }
-            match b[i] {
+            // As in fast::string: eight bytes at a time, then one.
+            i = fast::skip_plain8(b, i);
+            let c = match b.get(i) {
+                Some(&c) => c,
+                None => return self.err_eof(),
+            };
+            match c {
                 b'"' => {
                     self.plain = !escaped && bits < 0x80;
                     return i + 1;
@@ -517,7 +753,11 @@ impl<'a> Parser<'a> {
                         return ERR;
                     }
                 }
-                _ => return self.err_char(i, "in string literal"),
+                0..=0x1f => return self.err_char(i, "in string literal"),
+                _ => {
+                    bits |= c;
+                    i += 1;
+                }
             }
         }
     }
@@ -899,8 +1139,15 @@ pub fn append_quote<S: Sink + ?Sized>(dst: &mut S, s: &[u8]) {
     dst.push_byte(b'"');
     let mut start = 0;
     let mut i = 0;
-    while i < s.len() {
-        let c = s[i];
+    loop {
+        // Eight bytes at a time to the next byte that is not printable
+        // ASCII or is '"' or '\\' (exactly those QUOTE_PLAIN rejects), then
+        // one at a time.
+        i = fast::skip_plain8(s, i);
+        let c = match s.get(i) {
+            Some(&c) => c,
+            None => break,
+        };
         if QUOTE_PLAIN[c as usize] {
             i += 1;
             continue;
@@ -1232,6 +1479,95 @@ mod tests {
         }
     }
 
+    /// The fast path of get agrees with the general parser on every
+    /// prefix of, and every one-byte change to, a set of documents.
+    #[test]
+    fn get_fast_path_matches() {
+        let docs: &[&[u8]] = &[
+            br#"{"id": "100", "kind": "temp", "value": 20.25, "timestamp": 1722960137000}"#,
+            " { \"kind\" : \"a\\\"b\\u00e9\\n\" , \"kind\":\"x\u{e9}y\", \"n\": -0.5e+10, \"t\": true, \"f\": false, \"z\": null } ".as_bytes(),
+            br#"{"a":{"kind":[1,{"b":2}]},"kind":[],"c":{},"d":-0,"e":1E5,"\u006bind":"esc"}"#,
+            b"{\"kind\":\"a long string value, longer than eight bytes, \\t with escapes\",\"k\\/\":\"\xff\xfe\"}",
+            br#"{}"#,
+            br#"{"kind":12345678901234567890123}"#,
+            br#"[{"kind":1}]"#,
+            b"\t{\r\n\"kind\"\n:\r\"v\"\t}\n",
+        ];
+        let check = |d: &[u8]| {
+            for f in ["kind", "id", "", "k/", "a"] {
+                assert_eq!(get(d, f), get_path_slow(d, &[f]), "doc {:?} field {:?}", String::from_utf8_lossy(d), f);
+            }
+        };
+        let mut n = 0;
+        for d in docs {
+            assert!(fast::get(d, "kind").is_some() || d.starts_with(b"["), "{:?} not on the fast path", String::from_utf8_lossy(d));
+            for cut in 0..=d.len() {
+                check(&d[..cut]);
+            }
+            let mut m = d.to_vec();
+            for i in 0..m.len() {
+                let orig = m[i];
+                for &c in b"\\\"{}[]:,09.eE+- atfnu/\x01\x1f\xc3\x80\x7f" {
+                    m[i] = c;
+                    check(&m);
+                    n += 1;
+                }
+                m[i] = orig;
+            }
+        }
+        assert!(n > 1000);
+    }
+
+    /// Strings and numbers whose special bytes fall at every offset of
+    /// the eight-byte scans, and near the document's end.
+    #[test]
+    fn scanning_positions() {
+        for n in 0..20 {
+            for m in 0..12 {
+                let (a, z) = ("a".repeat(n), "z".repeat(m));
+                let cases: &[(String, Option<(&str, bool)>)] = &[
+                    (format!("\"{}{}\"", a, z), Some(("", true))),
+                    (format!("\"{}\\n{}\"", a, z), Some(("\n", false))),
+                    (format!("\"{}\\u00e9{}\"", a, z), Some(("\u{e9}", false))),
+                    (format!("\"{}\u{e9}{}\"", a, z), Some(("\u{e9}", false))),
+                    (format!("\"{}\u{1}{}\"", a, z), None),
+                    (format!("\"{}\\x{}\"", a, z), None),
+                    (format!("\"{}{}", a, z), None),
+                ];
+                for (doc, want) in cases {
+                    let got = parse(doc.as_bytes());
+                    match want {
+                        None => assert!(got.is_err(), "{:?} parsed", doc),
+                        Some((mid, plain)) => {
+                            let v = got.unwrap_or_else(|e| panic!("{:?}: {}", doc, e));
+                            assert_eq!(v.kind, Kind::String);
+                            assert_eq!(v.plain, *plain, "{:?}", doc);
+                            assert_eq!(v.to_string_lossy(), format!("{}{}{}", a, mid, z));
+                            let obj = format!("{{\"k\":{}}}", doc);
+                            assert_eq!(get(obj.as_bytes(), "k").unwrap().raw, doc.as_bytes());
+                            assert!(fast::get(obj.as_bytes(), "k").is_some());
+                        }
+                    }
+                }
+                let digits = "1".repeat(n + 1);
+                for (doc, ok) in [
+                    (format!("{}", digits), true),
+                    (format!("-{}.{}e+{}", digits, "5".repeat(m + 1), digits), true),
+                    (format!("{}.", digits), false),
+                    (format!("{}x{}", digits, z), false),
+                    (format!("{}e{}", digits, z), false),
+                ] {
+                    match parse(doc.as_bytes()) {
+                        Ok(v) => assert!(ok && v.raw == doc.as_bytes(), "{:?} parsed", doc),
+                        Err(e) => assert!(!ok, "{:?}: {}", doc, e),
+                    }
+                    let obj = format!("{{\"k\":{}}}", doc);
+                    assert_eq!(get(obj.as_bytes(), "k").is_ok(), ok, "{:?}", obj);
+                }
+            }
+        }
+    }
+
     #[test]
     fn syntax_error_message() {
         let e = g("not json", "x").unwrap_err();
@@ -1291,6 +1627,27 @@ mod tests {
         assert_eq!(q("é😀".as_bytes()), "\"é😀\"");
         assert_eq!(q(b"a\xffb"), r#""a\ufffdb""#);
         assert_eq!(q(b"\xed\xa0\x80"), r#""\ufffd\ufffd\ufffd""#);
+        // Each kind of byte at every offset of the eight-byte scan, and
+        // near the end.
+        for n in 0..20 {
+            for m in 0..12 {
+                for (mid, want) in [
+                    (&b"\""[..], "\\\""),
+                    (b"\\", "\\\\"),
+                    (b"\n", "\\n"),
+                    (b"\x7f", "\x7f"),
+                    (b"\x01", "\\u0001"),
+                    ("é".as_bytes(), "é"),
+                    (b"\xff", "\\ufffd"),
+                    (b"\xc3", "\\ufffd"),
+                    (b"", ""),
+                ] {
+                    let (a, z) = ("a".repeat(n), "z".repeat(m));
+                    let s = [a.as_bytes(), mid, z.as_bytes()].concat();
+                    assert_eq!(q(&s), format!("\"{}{}{}\"", a, want, z));
+                }
+            }
+        }
     }
 
     #[test]

@@ -292,13 +292,28 @@ impl Output {
     #[inline]
     pub fn value(&mut self) -> &mut ValueBuf {
         if self.state != State::Valued {
-            self.write_head();
-            self.len_pos = self.vb.buf.len();
-            put_u32(&mut self.vb.buf, 0);
-            self.vb.begin();
-            self.state = State::Valued;
+            self.begin_value();
         }
         &mut self.vb
+    }
+
+    /// Writes the entry's head and the value's length placeholder, and
+    /// starts the value after them.
+    #[inline(always)]
+    fn begin_value(&mut self) {
+        if self.flags == 0 {
+            // The common head, that sets only the value: kind, index, no
+            // flags, and the length, patched by commit.
+            let i = self.index.to_le_bytes();
+            let head = [KIND_RECORD, i[0], i[1], i[2], i[3], 0, 0, 0, 0, 0];
+            self.vb.buf.extend_from_slice(&head);
+        } else {
+            self.write_head();
+            put_u32(&mut self.vb.buf, 0);
+        }
+        self.len_pos = self.vb.buf.len() - 4;
+        self.vb.begin();
+        self.state = State::Valued;
     }
 
     /// Drops every field and value set so far: the input record is kept
@@ -310,6 +325,7 @@ impl Output {
     }
 
     /// Writes the entry's kind, index, flags and flagged fields.
+    #[inline(never)]
     fn write_head(&mut self) {
         let b = &mut self.vb.buf;
         b.push(KIND_RECORD);
@@ -328,8 +344,26 @@ impl Output {
     }
 
     /// Finishes the entry; `input` is the input record's value.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn commit(&mut self, input: Option<&[u8]>) {
+        match self.state {
+            State::Open if self.flags == 0 => put_keep(&mut self.vb.buf, self.index),
+            State::Valued if !self.dirty && !self.vb.null => {
+                let n = (self.vb.buf.len() - self.vb.start) as u32;
+                frame::patch_u32(&mut self.vb.buf, self.len_pos, n);
+            }
+            _ => self.commit_other(input),
+        }
+        self.state = State::Open;
+        self.flags = 0;
+        self.dirty = false;
+        self.entry_start = self.vb.buf.len();
+        self.entries += 1;
+    }
+
+    /// The cases of commit other than a kept record and a plain value.
+    #[inline(never)]
+    fn commit_other(&mut self, input: Option<&[u8]>) {
         match self.state {
             State::Open if self.flags == 0 => put_keep(&mut self.vb.buf, self.index),
             State::Open => {
@@ -360,11 +394,6 @@ impl Output {
                 }
             }
         }
-        self.state = State::Open;
-        self.flags = 0;
-        self.dirty = false;
-        self.entry_start = self.vb.buf.len();
-        self.entries += 1;
     }
 
     /// Discards everything written since `at`.

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -41,6 +42,24 @@ var (
 	rustCrates  = "/usr/share/cargo/registry"
 	rustInstall = "run scripts/install-toolchains.sh"
 )
+
+// rustFlags are rustc's flags for every Rust plugin, passed as the
+// target's rustflags (added to any the plugin's own cargo config sets for
+// the target): bulk memory, so that copies the plugin and the SDK compile
+// (Vec::extend_from_slice, copy_from_slice) are one memory.copy
+// instruction instead of a call to wasi-libc's byte-and-word memcpy, as
+// the C plugins' -mbulk-memory does. The profile (opt-level, lto,
+// codegen-units, panic) is the plugin's Cargo.toml's.
+var rustFlags = []string{"-C", "target-feature=+bulk-memory"}
+
+// rustFlagsConfig is the --config value that sets rustFlags.
+func rustFlagsConfig() string {
+	q := make([]string, len(rustFlags))
+	for i, f := range rustFlags {
+		q[i] = strconv.Quote(f)
+	}
+	return "target." + rustTarget + ".rustflags=[" + strings.Join(q, ", ") + "]"
+}
 
 func init() {
 	register(LangRust, builder{hash: rustHash, build: rustBuild})
@@ -219,7 +238,7 @@ func rustHash(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
-	h, err := HashFiles([]string{versions, rustTarget, rustCrates}, []string{"target", ".git"}, roots...)
+	h, err := HashFiles([]string{versions, rustTarget, rustCrates, rustFlagsConfig()}, []string{"target", ".git"}, roots...)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
@@ -258,7 +277,7 @@ func rustBuild(ctx context.Context, dir, out string) error {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, rustCargo, "build", "--release", "--offline",
-		"--target", rustTarget, "--message-format=json-render-diagnostics")
+		"--target", rustTarget, "--config", rustFlagsConfig(), "--message-format=json-render-diagnostics")
 	cmd.Dir = dir
 	cmd.Env = rustEnv(cargoHome, targetDir)
 	var stdout, stderr bytes.Buffer

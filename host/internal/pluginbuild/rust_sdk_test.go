@@ -1,0 +1,33 @@
+package pluginbuild
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRustSDKUnitTests runs the Rust SDK's own tests (cargo test in
+// guest-sdk/rust: the JSON reader's fast path against its full parser, the
+// batch reader's fast path against the general one, the output frames),
+// natively, offline against Debian's crates, as a plugin build resolves
+// them. The conformance suite tests the SDK under the host.
+func TestRustSDKUnitTests(t *testing.T) {
+	needRust(t)
+	if testing.Short() {
+		t.Skip("cargo test of the Rust SDK: skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cargoHome, err := rustCargoHome(filepath.Join(t.TempDir(), "rust"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, rustCargo, "test", "--offline", "--quiet")
+	cmd.Dir = filepath.Join(moduleRoot(t), "guest-sdk", "rust")
+	cmd.Env = rustEnv(cargoHome, filepath.Join(DefaultCacheDir(), "rust", "target", "sdk-tests"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cargo test in guest-sdk/rust: %v\n%s", err, out)
+	}
+}
