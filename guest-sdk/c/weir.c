@@ -363,6 +363,18 @@ static void entry_head(weir_out *o, uint8_t kind) {
 /* begin_record writes a record entry up to its value length, which
  * end_record fills in. */
 static void begin_record(weir_out *o) {
+    if (!o->flags) {
+        /* The common entry, a value only: kind, index, flags and the
+         * value length to fill in, in one reservation. */
+        uint8_t *q = weir_buf_reserve(&frame, 10);
+        q[0] = KIND_RECORD;
+        put32(q + 1, o->rec->index_);
+        q[5] = 0;
+        frame.len += 6;
+        o->value_at = frame.len;
+        frame.len += 4;
+        return;
+    }
     entry_head(o, KIND_RECORD);
     weir_buf_byte(&frame, o->flags);
     if (o->flags & FLAG_KEY) {
@@ -1890,9 +1902,24 @@ static const char hexdigits[] = "0123456789abcdef";
 
 void weir_json_quote(weir_buf *dst, const void *sv, size_t n) {
     const uint8_t *s = sv;
-    weir_buf_reserve(dst, n + 2);
+    uint8_t *q = weir_buf_reserve(dst, n + 2);
+    size_t i = 0;
+    /* Fast path: nothing to escape, the usual case: one copy. */
+    for (; i + 8 <= n; i += 8)
+        if (str_special(load64(s + i)))
+            break;
+    while (i < n && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && s[i] < 0x80)
+        i++;
+    if (i == n) {
+        q[0] = '"';
+        memcpy(q + 1, s, n);
+        q[n + 1] = '"';
+        dst->len += n + 2;
+        return;
+    }
     dst->data[dst->len++] = '"';
-    size_t start = 0, i = 0;
+    size_t start = 0;
+    i = 0;
     while (i < n) {
         if (i + 8 <= n) {
             uint64_t m = str_special(load64(s + i));
