@@ -53,6 +53,15 @@ type pluginSlot struct {
 	refs   pluginRefs      // which plugins operator instances still run
 }
 
+// livePath is the path the live version was loaded from: the operator's
+// plugin, or the shadow promoted in its place. It waits for a reload or
+// promotion in progress.
+func (s *pluginSlot) livePath() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state.Path
+}
+
 // pluginRefs counts, per plugin, the operator instances (and shadow
 // instances) running it, so that a plugin that was replaced is closed only
 // once the last of them has moved off it: an instance that traps is made

@@ -458,6 +458,36 @@ func TestShadowCompareAndPromote(t *testing.T) {
 	}
 }
 
+// TestWatchFollowsPromotion: once a shadow is promoted, the watcher reloads
+// the operator when the promoted file changes (and no longer follows the
+// old one).
+func TestWatchFollowsPromotion(t *testing.T) {
+	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
+	r := startRig(t, v1, v2, true, nil)
+	r.feed(10)
+	if err := r.p.Promote(context.Background(), "count"); err != nil {
+		t.Fatal(err)
+	}
+	candidate := filepath.Join(filepath.Dir(r.plugin), "candidate.wasm")
+	if st := r.p.Plugins()[0]; st.Version != 2 || st.Path != candidate {
+		t.Fatalf("status after the promotion %+v", st)
+	}
+	tmp := candidate + ".tmp"
+	if err := os.WriteFile(tmp, v1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, candidate); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 20*time.Second, "the reload of the promoted file", func() bool { return r.p.Plugins()[0].Version == 3 })
+	for _, l := range r.feed(10) {
+		if strings.Contains(l, "version") {
+			t.Fatalf("output %s is not the reloaded first version's", l)
+		}
+	}
+	r.checkCounts()
+}
+
 // A shadow identical to the live plugin never diverges.
 func TestShadowSameVersion(t *testing.T) {
 	v1 := buildModule(t, "plugins/conformance/go/counter")

@@ -16,9 +16,11 @@ import (
 const watchDebounce = 300 * time.Millisecond
 
 // watchPlugins reloads each plugin operator whose module file, or Go
-// source folder, changes, until ctx is done. A plugin that fails to
-// reload keeps its live version (see pluginSlot.reload). It returns once
-// the watcher is set up; problems setting it up are logged, not fatal.
+// source folder, changes, until ctx is done. It follows each operator's
+// live path: after `weir plugin promote` that is the promoted shadow's. A
+// plugin that fails to reload keeps its live version (see
+// pluginSlot.reload). It returns once the watcher is set up; problems
+// setting it up are logged, not fatal.
 func (p *Pipeline) watchPlugins(ctx context.Context) {
 	var slots []*pluginSlot
 	for _, s := range p.slots {
@@ -29,43 +31,18 @@ func (p *Pipeline) watchPlugins(ctx context.Context) {
 	if len(slots) == 0 {
 		return
 	}
-	w, err := fsnotify.NewWatcher()
+	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		p.opts.Logger.Warn("plugins will not reload on change: cannot watch files", "error", err)
 		return
 	}
-	// owners maps a watched path (a module file, or a folder of Go
-	// source) to the slots whose plugin it is.
-	owners := map[string][]*pluginSlot{}
+	w := &pluginWatcher{p: p, w: fw, watched: map[*pluginSlot]string{}}
 	for _, s := range slots {
-		path := s.op.Plugin
-		fi, err := os.Stat(path)
-		if err != nil {
-			continue
-		}
-		dirs := []string{filepath.Dir(path)} // editors replace files: watch the folder
-		if fi.IsDir() {
-			dirs = nil
-			filepath.WalkDir(path, func(d string, e fs.DirEntry, err error) error {
-				if err == nil && e.IsDir() {
-					if name := e.Name(); d != path && (strings.HasPrefix(name, ".") || name == "testdata") {
-						return filepath.SkipDir
-					}
-					dirs = append(dirs, d)
-				}
-				return nil
-			})
-		}
-		for _, d := range dirs {
-			if err := w.Add(d); err != nil {
-				p.opts.Logger.Warn("plugin will not reload on change: cannot watch", "operator", s.op.Name, "path", d, "error", err)
-			}
-		}
-		owners[path] = append(owners[path], s)
+		w.follow(s)
 	}
-	p.opts.Logger.Debug("watching plugins for changes", "pipeline", p.cfg.Name, "plugins", len(owners))
+	p.opts.Logger.Debug("watching plugins for changes", "pipeline", p.cfg.Name, "plugins", len(slots))
 	go func() {
-		defer w.Close()
+		defer fw.Close()
 		due := map[*pluginSlot]time.Time{}
 		tick := time.NewTicker(watchDebounce / 3)
 		defer tick.Stop()
@@ -73,34 +50,80 @@ func (p *Pipeline) watchPlugins(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
-			case ev, ok := <-w.Events:
+			case ev, ok := <-fw.Events:
 				if !ok {
 					return
 				}
 				if ev.Op == fsnotify.Chmod {
 					continue
 				}
-				for path, ss := range owners {
+				for _, s := range slots {
+					w.follow(s) // a promotion moves the live path
+				}
+				for s, path := range w.watched {
 					if ev.Name == path || strings.HasPrefix(ev.Name, path+string(filepath.Separator)) {
-						for _, s := range ss {
-							due[s] = time.Now().Add(watchDebounce)
-						}
+						due[s] = time.Now().Add(watchDebounce)
 					}
 				}
-			case err, ok := <-w.Errors:
+			case err, ok := <-fw.Errors:
 				if !ok {
 					return
 				}
 				p.opts.Logger.Warn("watching plugins", "error", err)
 			case now := <-tick.C:
+				for _, s := range slots {
+					w.follow(s)
+				}
 				for s, at := range due {
 					if now.After(at) {
 						delete(due, s)
-						s.log.Info("plugin changed on disk; reloading", "path", s.op.Plugin)
+						s.log.Info("plugin changed on disk; reloading", "path", s.livePath())
 						s.reload(ctx) // logs its own outcome
 					}
 				}
 			}
 		}
 	}()
+}
+
+// pluginWatcher is the state of watchPlugins' goroutine (and of its setup,
+// before the goroutine starts): which path each slot's changes come from.
+type pluginWatcher struct {
+	p       *Pipeline
+	w       *fsnotify.Watcher
+	watched map[*pluginSlot]string // the live path each slot was last seen with
+}
+
+// follow watches s's live path, if it is not watched yet: the folder
+// holding a module file (editors replace files), or every folder of a
+// source folder. Folders watched for an earlier path stay watched; their
+// events no longer reach s.
+func (w *pluginWatcher) follow(s *pluginSlot) {
+	path := s.livePath()
+	if w.watched[s] == path {
+		return
+	}
+	w.watched[s] = path
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	dirs := []string{filepath.Dir(path)}
+	if fi.IsDir() {
+		dirs = nil
+		filepath.WalkDir(path, func(d string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				if name := e.Name(); d != path && (strings.HasPrefix(name, ".") || name == "testdata") {
+					return filepath.SkipDir
+				}
+				dirs = append(dirs, d)
+			}
+			return nil
+		})
+	}
+	for _, d := range dirs {
+		if err := w.w.Add(d); err != nil {
+			w.p.opts.Logger.Warn("plugin will not reload on change: cannot watch", "operator", s.op.Name, "path", d, "error", err)
+		}
+	}
 }
