@@ -77,6 +77,7 @@ func TestParseLookupAndDatabaseSinkErrors(t *testing.T) {
 			want: `column "a b" is not a plain SQL name`, line: 6},
 		{name: "key not a column", sink: sink + `, key: [b]}`, want: `key column "b" is not one of the sink's columns`, line: 6},
 		{name: "format on a database sink", sink: sink + `, format: raw}`, want: `field "format" does not apply to database sinks`, line: 6},
+		{name: "format on a discard sink", sink: `{name: out, type: discard, format: raw}`, want: `field "format" does not apply to discard sinks`, line: 6},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
