@@ -51,6 +51,13 @@ type pluginSlot struct {
 	state  PluginStatus    // what the API reports
 	stats  *reloadCounters // totals for metrics
 	refs   pluginRefs      // which plugins operator instances still run
+
+	// unkeyed is set, by build, when the operator's records are not
+	// routed to workers by key (parallelism above 1, no key_by before it,
+	// no keyed step beside it): a version that uses keyed state cannot be
+	// swapped in then, since one key's state would be written by several
+	// workers.
+	unkeyed atomic.Bool
 }
 
 // livePath is the path the live version was loaded from: the operator's
@@ -199,6 +206,12 @@ func (s *pluginSlot) reload(ctx context.Context) error {
 // prepare instantiates a version's workers, one per operator instance (the
 // first is the one Load initialised).
 func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string, n int) (*pluginVersion, error) {
+	if s.unkeyed.Load() && plug.UsesState() {
+		plug.Close(ctx)
+		return nil, fmt.Errorf("the new version uses keyed state, but operator %q runs on %d workers with no key_by before it, "+
+			"so one key's records reach several workers: put a key_by before it, or run with parallelism 1",
+			s.op.Name, s.p.cfg.Engine.Parallelism)
+	}
 	k := s.instances()
 	v := &pluginVersion{n: n, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, k)}
 	for range k {

@@ -497,3 +497,63 @@ func TestShadowSameVersion(t *testing.T) {
 		t.Fatalf("shadow status %+v, want 40 records and no divergence", sh)
 	}
 }
+
+// TestStatefulPluginWithoutKeyBy: a plugin that keeps keyed state, with no
+// key_by before it, at parallelism 2. Its records (all without a key) are
+// routed by key, so they reach one worker and the counts run 1..n, each
+// once; routed in turn, two workers would share the key's state and lose
+// updates. A stateless plugin there cannot be reloaded into a stateful one,
+// since its records are not routed by key.
+func TestStatefulPluginWithoutKeyBy(t *testing.T) {
+	counter, identity := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "plugins/identity")
+	dir := t.TempDir()
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"i":%d}`, i))
+	}
+	input := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(dir, "p.wasm")
+	pipeline := writePipeline(t, `name: unkeyed
+engine: {parallelism: 2, batch_size: 16}
+sources: [{name: in, type: file, path: `+input+`}]
+operators:
+  - {name: count, type: map, plugin: "`+plugin+`"}
+sinks: [{name: out, type: stdout}]
+`)
+	if err := os.WriteFile(plugin, counter, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(runOutput(t, pipeline)), "\n") {
+		if seen[l] {
+			t.Fatalf("output twice: %s (two workers counted the key)", l)
+		}
+		seen[l] = true
+	}
+	if len(seen) != 2000 || !seen[`{"key":null,"count":2000}`] {
+		t.Fatalf("%d distinct outputs, want the counts 1 to 2000", len(seen))
+	}
+
+	if err := os.WriteFile(plugin, identity, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := host.Load(ctx, pipeline, host.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, counter, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = p.ReloadPlugins(ctx, "count")
+	if err == nil || !strings.Contains(err.Error(), "uses keyed state") || !strings.Contains(err.Error(), "put a key_by before it") {
+		t.Fatalf("reloading a stateful version into an unkeyed operator: %v", err)
+	}
+}

@@ -88,6 +88,37 @@ func (p *Pipeline) Run(ctx context.Context) (sum Summary, err error) {
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
 }
 
+// inFirstSegment reports whether operator i comes before every key_by:
+// its records are routed to workers by source partition, unless the
+// segment is keyed (firstSegmentKeyed).
+func (p *Pipeline) inFirstSegment(i int) bool {
+	for _, op := range p.cfg.Operators[:i] {
+		if op.Type == config.OperatorKeyBy {
+			return false
+		}
+	}
+	return true
+}
+
+// firstSegmentKeyed reports whether the operators before the first key_by
+// include one with keyed state (a window, a rolling operator, a plugin
+// whose live version uses state), so that the engine routes their records
+// by key (engine.Step.KeyedState).
+func (p *Pipeline) firstSegmentKeyed() bool {
+	for i := range p.cfg.Operators {
+		op := &p.cfg.Operators[i]
+		switch {
+		case op.Type == config.OperatorKeyBy:
+			return false
+		case op.Type == config.OperatorWindow, op.Type == config.OperatorRolling:
+			return true
+		case p.slots[i] != nil && p.slots[i].cur.Load().plug.UsesState():
+			return true
+		}
+	}
+	return false
+}
+
 // build turns the validated config into an engine pipeline, creating one
 // worker per plugin operator.
 func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err error) {
@@ -146,6 +177,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 	ep.Checkpointing = ck
 	stopKafka := stop
 	stop = func() { closeChangelog(); stopKafka() }
+	keyedFirst := p.firstSegmentKeyed()
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
@@ -166,6 +198,8 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }
 		} else {
 			slot := p.slots[i]
+			st.KeyedState = slot.cur.Load().plug.UsesState()
+			slot.unkeyed.Store(cfg.Engine.Parallelism > 1 && p.inFirstSegment(i) && !keyedFirst)
 			st.New = func(ctx context.Context) (engine.Operator, error) {
 				wo := &wasmOperator{name: op.Name, slot: slot}
 				if err := wo.swap(ctx, slot.cur.Load()); err != nil {

@@ -36,7 +36,8 @@ type Step struct {
 	// are routed to workers by key, so that one key is always processed by
 	// the same worker, in order.
 	KeyBy bool
-	// KeyedState marks a step that keeps state per record key (a window).
+	// KeyedState marks a step that keeps state per record key (a window, a
+	// plugin that uses keyed state).
 	// When no key_by comes before it, the records of its part of the chain
 	// are routed to workers by key too, rather than by source partition or
 	// in turn: one key's state then lives on one worker, which is also the

@@ -181,6 +181,18 @@ func (cfg *PluginConfig) normalize() error {
 // Operator returns the operator name the plugin was loaded for.
 func (p *Plugin) Operator() string { return p.cfg.Operator }
 
+// UsesState reports whether the module imports any of the keyed-state host
+// functions, so that its operator keeps state per record key.
+func (p *Plugin) UsesState() bool {
+	for _, d := range p.compiled.ImportedFunctions() {
+		mod, name, _ := d.Import()
+		if mod == abi.ImportModule && (name == abi.ImportStateGet || name == abi.ImportStatePut || name == abi.ImportStateDelete) {
+			return true
+		}
+	}
+	return false
+}
+
 // NewWorker returns a Worker with its own instance of the module, fully
 // initialised. The first call returns the instance Load made.
 func (p *Plugin) NewWorker(ctx context.Context) (*Worker, error) {
