@@ -52,6 +52,13 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(tt.doc), "")
 	}
 	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: sequence}]}]\nsinks: [{name: out, type: stdout}]\n"), "-1")
+	f.Add([]byte(`name: db
+sources: [{name: in, type: stdin}]
+operators:
+  - {name: city, type: lookup, database: {driver: mysql, dsn: "root@tcp(h:3306)/t"}, query: "SELECT c FROM t WHERE id = ? AND n <> '?'", field: a.id, join: left, cache_ttl: 1m, cache_size: 9}
+sinks:
+  - {name: out, type: database, database: {driver: postgres, dsn: "postgres://u@h/t"}, table: s.t, columns: {c: c, w: a.w}, key: [c]}
+`), "x")
 	f.Add([]byte("a: &a [*a]\n"), "")
 	f.Add([]byte("{name: p, <<: {x: 1}}"), "")
 	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: constant, value: !!binary aGk=}]}]\nsinks: [{name: out, type: stdout}]\n"), "")
@@ -62,7 +69,8 @@ func FuzzParse(f *testing.F) {
 			case "WEIR_ENGINE_BATCH_SIZE", "WEIR_SOURCES_GEN_COUNT", "WEIR_SOURCES_G_FIELDS_X_START",
 				"WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD", "WEIR_SINKS_OUT_FORMAT", "WEIR_DEAD_LETTER_TYPE",
 				"WEIR_KAFKA_BROKERS", "WEIR_KAFKA_SASL_MECHANISM", "WEIR_SOURCES_READINGS_START",
-				"WEIR_SINKS_ALERTS_TOPIC", "WEIR_KAFKA_EMBEDDED_LISTEN":
+				"WEIR_SINKS_ALERTS_TOPIC", "WEIR_KAFKA_EMBEDDED_LISTEN", "WEIR_OPERATORS_CITY_QUERY",
+				"WEIR_SINKS_OUT_TABLE", "WEIR_OPERATORS_CITY_DATABASE_DSN":
 				return envVal, true
 			}
 			return "", false
