@@ -43,7 +43,10 @@ const (
 // Open opens the database and pings it, bounded by ctx, with a small pool
 // (at most 8 connections, 4 idle). For MySQL it sets parseTime=true unless
 // the DSN sets parseTime itself, so that DATE, DATETIME and TIMESTAMP
-// columns read as times. The caller owns the returned *sql.DB and closes it.
+// columns read as times, and interpolateParams=true unless the DSN sets
+// it, so that a statement run once (the sink's multi-row INSERT of each
+// batch) is one round trip rather than a prepare, an execute and a close.
+// The caller owns the returned *sql.DB and closes it.
 // Errors name the driver and the DSN with any password removed.
 func Open(ctx context.Context, db DB) (*sql.DB, error) {
 	var name, dsn string
@@ -55,6 +58,9 @@ func Open(ctx context.Context, db DB) (*sql.DB, error) {
 		}
 		if !strings.Contains(db.DSN, "parseTime=") {
 			cfg.ParseTime = true
+		}
+		if !strings.Contains(db.DSN, "interpolateParams=") {
+			cfg.InterpolateParams = true
 		}
 		name, dsn = "mysql", cfg.FormatDSN()
 	case Postgres:

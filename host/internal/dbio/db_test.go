@@ -32,7 +32,7 @@ var testDBs = []testDB{
 
 // connect opens tdb for the test's own statements, failing the test if the
 // database is unreachable.
-func connect(t *testing.T, tdb testDB) *sql.DB {
+func connect(t testing.TB, tdb testDB) *sql.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -49,7 +49,7 @@ var tableSeq atomic.Int64
 // newTable creates a table of a name unique to this run, from ddl with %s
 // standing for the name, and drops it when the test ends. It returns the
 // name.
-func newTable(t *testing.T, h *sql.DB, ddl string) string {
+func newTable(t testing.TB, h *sql.DB, ddl string) string {
 	t.Helper()
 	name := "dbio_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_" + strconv.FormatInt(tableSeq.Add(1), 10)
 	mustExec(t, h, fmt.Sprintf(ddl, name))
@@ -61,7 +61,7 @@ func newTable(t *testing.T, h *sql.DB, ddl string) string {
 	return name
 }
 
-func mustExec(t *testing.T, h *sql.DB, q string, args ...any) {
+func mustExec(t testing.TB, h *sql.DB, q string, args ...any) {
 	t.Helper()
 	if _, err := h.Exec(q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -64,7 +66,7 @@ type lookup struct {
 	now   func() time.Time
 
 	closed  bool
-	queries int // queries run, for tests
+	queries atomic.Int64 // queries run, for tests
 
 	// Per batch, reused.
 	slots []slot
@@ -72,8 +74,7 @@ type lookup struct {
 	todo  []any        // keys to query, in first-seen order
 	done  []bool       // per column: written into the current value
 	buf   []byte
-	vals  []any
-	ptrs  []any
+	rows  []*row // lookupAll's results, reused
 }
 
 // slot is what the first pass over a batch learned of one record.
@@ -186,11 +187,6 @@ func (l *lookup) prepare(ctx context.Context) error {
 		return err
 	}
 	l.done = make([]bool, len(l.cols))
-	l.vals = make([]any, len(l.cols))
-	l.ptrs = make([]any, len(l.cols))
-	for i := range l.vals {
-		l.ptrs[i] = &l.vals[i]
-	}
 	return nil
 }
 
@@ -242,11 +238,12 @@ func (l *lookup) Process(ctx context.Context, in []record.Record, out *wasm.Outp
 		l.batch[key] = pending
 		l.todo = append(l.todo, key)
 	}
-	for _, key := range l.todo {
-		r, err := l.lookup(ctx, key)
-		if err != nil {
-			return err
-		}
+	rows, err := l.lookupAll(ctx, l.todo)
+	if err != nil {
+		return err
+	}
+	for i, key := range l.todo {
+		r := rows[i]
 		l.batch[key] = r
 		if l.cache != nil && (r == nil || r.rejected == "") {
 			l.cache.put(key, r, now)
@@ -309,7 +306,57 @@ func isObject(doc []byte) bool {
 	return false
 }
 
-// lookup queries the row for key, retrying on errors. A key the database
+// lookupConcurrency bounds the queries one operator instance has in flight
+// for a batch's uncached keys, as the capacity of Flink's async lookup
+// does: each query is a round trip, and with several in flight the batch
+// waits for about the slowest of each group rather than their sum.
+const lookupConcurrency = 8
+
+// lookupAll looks up keys, up to lookupConcurrency at a time, and returns
+// their rows in the order of keys. The first error wins.
+func (l *lookup) lookupAll(ctx context.Context, keys []any) ([]*row, error) {
+	rows := l.rows[:0]
+	for range keys {
+		rows = append(rows, nil)
+	}
+	l.rows = rows
+	if len(keys) == 1 {
+		r, err := l.lookup(ctx, keys[0])
+		rows[0] = r
+		return rows, err
+	}
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		first error
+	)
+	for range min(lookupConcurrency, len(keys)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(keys) {
+					return
+				}
+				r, err := l.lookup(ctx, keys[i])
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+				rows[i] = r
+			}
+		})
+	}
+	wg.Wait()
+	return rows, first
+}
+
+// lookup queries the row for key, retrying on errors. It may run on
+// several goroutines at once (lookupAll). A key the database
 // refuses as a value of the parameter's type yields a row with rejected set.
 func (l *lookup) lookup(ctx context.Context, key any) (*row, error) {
 	var (
@@ -339,7 +386,7 @@ func (l *lookup) lookup(ctx context.Context, key any) (*row, error) {
 
 // queryRow runs the query once for key and returns its first row, or nil.
 func (l *lookup) queryRow(ctx context.Context, key any) (*row, error) {
-	l.queries++
+	l.queries.Add(1)
 	rows, err := l.stmt.QueryContext(ctx, key)
 	if err != nil {
 		return nil, err
@@ -348,15 +395,19 @@ func (l *lookup) queryRow(ctx context.Context, key any) (*row, error) {
 	if !rows.Next() {
 		return nil, rows.Err()
 	}
-	clear(l.vals)
-	if err := rows.Scan(l.ptrs...); err != nil {
+	// Scan destinations of this query's own: queries run concurrently.
+	vals := make([]any, len(l.kinds))
+	ptrs := make([]any, len(vals))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
 		return nil, err
 	}
-	r := &row{cols: make([][]byte, len(l.vals))}
-	for i, v := range l.vals {
+	r := &row{cols: make([][]byte, len(vals))}
+	for i, v := range vals {
 		r.cols[i] = appendColumn(nil, l.kinds[i], v)
 	}
-	clear(l.vals)
 	return r, rows.Close()
 }
 

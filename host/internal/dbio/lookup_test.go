@@ -22,7 +22,7 @@ func devices(t *testing.T, h *sql.DB, d DB) string {
 	return table
 }
 
-func newLookup(t *testing.T, cfg LookupConfig) *lookup {
+func newLookup(t testing.TB, cfg LookupConfig) *lookup {
 	t.Helper()
 	op, err := NewLookup(context.Background(), cfg)
 	if err != nil {
@@ -280,7 +280,7 @@ func TestLookupCache(t *testing.T) {
 							}
 							want = append(want, `{"id":"`+id+`","city":`+city+`}`)
 						}
-						before := op.queries
+						before := op.queries.Load()
 						got, dead := run(t, op, in...)
 						if len(dead) > 0 {
 							t.Fatalf("step %d: dead letters %q", i, dead)
@@ -288,7 +288,7 @@ func TestLookupCache(t *testing.T) {
 						if !slices.Equal(got, want) {
 							t.Errorf("step %d:\n got %q\nwant %q", i, got, want)
 						}
-						if n := op.queries - before; n != s.queries {
+						if n := int(op.queries.Load() - before); n != s.queries {
 							t.Errorf("step %d: %d queries, want %d", i, n, s.queries)
 						}
 					}

@@ -12,7 +12,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
-func newSink(t *testing.T, cfg SinkConfig) *Sink {
+func newSink(t testing.TB, cfg SinkConfig) *Sink {
 	t.Helper()
 	s, err := NewSink(context.Background(), cfg)
 	if err != nil {
@@ -56,7 +56,7 @@ func write(t *testing.T, s *Sink, values ...string) []string {
 
 // dump returns the table's rows, each as its columns' text joined by |
 // (NULL as ∅), sorted.
-func dump(t *testing.T, h *sql.DB, table, cols string) []string {
+func dump(t testing.TB, h *sql.DB, table, cols string) []string {
 	t.Helper()
 	rows, err := h.Query("SELECT " + cols + " FROM " + table)
 	if err != nil {
