@@ -326,9 +326,9 @@ func (l *lookup) lookupAll(ctx context.Context, keys []any) ([]*row, error) {
 		return rows, err
 	}
 	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-		mu   sync.Mutex
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
 		first error
 	)
 	for range min(lookupConcurrency, len(keys)) {
