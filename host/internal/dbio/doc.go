@@ -15,6 +15,8 @@
 // join adds the columns as null. Rows (and misses) may be cached for a
 // while, per operator instance; the table is read as it is when the record
 // is processed, so a changed row is seen once its cache entry expires.
+// The distinct uncached keys of a batch are queried up to 8 at a time, as
+// the capacity of Flink's async lookup bounds its requests in flight.
 // Column values become JSON as appendColumn describes: text as strings,
 // numbers as numbers (DECIMAL/NUMERIC included), times as RFC 3339 strings,
 // JSON columns as JSON, NULL as null.
