@@ -76,6 +76,11 @@ func (p *Pipeline) kafkaClient(ctx context.Context) (kafka.ClientConfig, func(),
 	if p.cfg.DeadLetter.Type == config.DeadLetterKafka {
 		topics = append(topics, p.cfg.DeadLetter.Topic)
 	}
+	for _, op := range p.cfg.Operators {
+		if op.Type == config.OperatorTableJoin {
+			topics = append(topics, op.TableJoin.Topic)
+		}
+	}
 	for _, t := range topics {
 		if err := b.b.CreateTopic(ctx, t, partitions); err != nil {
 			stop()

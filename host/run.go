@@ -152,6 +152,12 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			stop()
 		}
 	}()
+	tables, closeTables, err := p.openTables(ctx, cc)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopKafkaClient := stop
+	stop = func() { closeTables(); stopKafkaClient() }
 	var txn *kafka.Txn
 	kafkaRun := false
 	for i := range cfg.Sources {
@@ -191,6 +197,10 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 		}
 		if op.Type == config.OperatorLookup {
 			ep.Steps = append(ep.Steps, lookupStep(op))
+			continue
+		}
+		if op.Type == config.OperatorTableJoin {
+			ep.Steps = append(ep.Steps, tableJoinStep(op, tables[i]))
 			continue
 		}
 		if op.Type == config.OperatorKeyBy {

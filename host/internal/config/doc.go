@@ -82,7 +82,7 @@
 //	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
-//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup
+//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup | table_join
 //	    field: id           # key_by: required dotted JSON path, a.b.c
 //	  - name: detect
 //	    type: flat_map
@@ -120,6 +120,12 @@
 //	    join: inner         # inner (default: no row, the record is dropped) | left (no row: the columns are null)
 //	    cache_ttl: 1m       # optional: reuse a row (or its absence) this long; 0 (default) = no cache
 //	    cache_size: 10000   # with cache_ttl: most keys cached per worker
+//	  - name: customer
+//	    type: table_join    # each record gets the latest value of its key in a Kafka topic read as a table (GlobalKTable)
+//	    topic: customers    # required: the table, on the pipeline's cluster; loaded before any source reads, then followed
+//	    field: customer_id  # optional dotted JSON path of the table key; default the record's key
+//	    into: customer      # required: the field that receives the table's value
+//	    join: inner         # inner (default: no value, the record is dropped) | left (no value: null)
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database

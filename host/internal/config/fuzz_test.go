@@ -59,6 +59,14 @@ operators:
 sinks:
   - {name: out, type: database, database: {driver: postgres, dsn: "postgres://u@h/t"}, table: s.t, columns: {c: c, w: a.w}, key: [c]}
 `), "x")
+	f.Add([]byte(`name: db
+sources: [{name: in, type: stdin}]
+operators:
+  - {name: city, type: lookup, database: {driver: mysql, dsn: "root@tcp(h:3306)/t"}, query: "SELECT c FROM t WHERE id = ?", field: a.id}
+sinks:
+  - {name: out, type: database, database: {driver: postgres, dsn: "postgres://u@h/t"}, table: s.t, columns: {c: c}}
+`), "")
+	f.Add([]byte("name: p\nsources: [{name: in, type: stdin}]\noperators: [{name: c, type: table_join, topic: customers, field: a.id, into: c, join: left}]\nsinks: [{name: out, type: stdout}]\n"), "")
 	f.Add([]byte("a: &a [*a]\n"), "")
 	f.Add([]byte("{name: p, <<: {x: 1}}"), "")
 	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: constant, value: !!binary aGk=}]}]\nsinks: [{name: out, type: stdout}]\n"), "")
@@ -177,13 +185,29 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 				op.MemoryLimitPages > MaxMemoryLimitPages || op.Timeout < 0 {
 				t.Errorf("operator out of range: %+v", op)
 			}
+		case op.Type == OperatorWindow, op.Type == OperatorRolling:
+		case op.Type == OperatorLookup:
+			l := op.Lookup
+			if countPlaceholders(l.Query) != 1 || strings.Join(l.Path, ".") != l.Field || len(l.Path) == 0 ||
+				(l.Join != JoinInner && l.Join != JoinLeft) || l.CacheTTL < 0 || op.BatchSize < 1 {
+				t.Errorf("lookup %+v", l)
+			}
+		case op.Type == OperatorTableJoin:
+			tj := op.TableJoin
+			if checkTopic(tj.Topic) != nil || tj.Into == "" || strings.Join(tj.Path, ".") != tj.Field ||
+				(tj.Join != JoinInner && tj.Join != JoinLeft) {
+				t.Errorf("table_join %+v", tj)
+			}
+			if !p.UsesKafka() {
+				t.Errorf("a pipeline with table_join %q does not use Kafka", op.Name)
+			}
 		default:
 			t.Errorf("operator type %q", op.Type)
 		}
 	}
 	for _, s := range p.Sinks {
 		stage(s.Meta, s.Name)
-		if s.Format != SinkFormatJSON && s.Format != SinkFormatRaw {
+		if s.Type != SinkDatabase && s.Format != SinkFormatJSON && s.Format != SinkFormatRaw {
 			t.Errorf("sink format %q", s.Format)
 		}
 		switch s.Type {
@@ -191,6 +215,10 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			abs("sink", s.Path)
 		case SinkKafka:
 			checkKafkaSink(t, s)
+		case SinkDatabase:
+			if s.Table == "" || len(s.Columns) == 0 {
+				t.Errorf("database sink %+v", s)
+			}
 		case SinkStdout, SinkDiscard:
 		default:
 			t.Errorf("sink type %q", s.Type)

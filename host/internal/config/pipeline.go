@@ -41,6 +41,8 @@ var (
 		OperatorWindow:  windowFields,
 		OperatorRolling: rollingFields,
 		OperatorLookup:  lookupFields,
+
+		OperatorTableJoin: tableJoinFields,
 	}
 	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
 	sinkFields   = map[SinkType][]string{
@@ -71,7 +73,7 @@ var (
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
-	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling), string(OperatorLookup)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling), string(OperatorLookup), string(OperatorTableJoin)}
 	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka), string(SinkDatabase)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
 	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
@@ -501,6 +503,8 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		d.rolling(o, &op)
 	case op.Type == OperatorLookup:
 		d.lookup(o, &op, engineBatch)
+	case op.Type == OperatorTableJoin:
+		d.tableJoin(o, &op)
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true

@@ -98,6 +98,9 @@ const (
 	OperatorWindow  OperatorType = "window"   // keyed windows with built-in aggregates
 	OperatorRolling OperatorType = "rolling"  // per-record aggregates over trailing windows (SQL OVER)
 	OperatorLookup  OperatorType = "lookup"   // enriches records from a SQL table (a processing-time lookup join)
+	// OperatorTableJoin enriches records from a Kafka topic read as a table
+	// (a KStream-GlobalKTable join).
+	OperatorTableJoin OperatorType = "table_join"
 )
 
 // IsPlugin reports whether operators of type t run a Wasm plugin.
@@ -215,8 +218,8 @@ type Pipeline struct {
 	Checkpoints Checkpoints
 }
 
-// UsesKafka reports whether any source, sink or the dead-letter output of
-// the pipeline is Kafka.
+// UsesKafka reports whether any source, table_join operator, sink or the
+// dead-letter output of the pipeline is Kafka.
 func (p *Pipeline) UsesKafka() bool {
 	for i := range p.Sources {
 		if p.Sources[i].Type == SourceKafka {
@@ -225,6 +228,11 @@ func (p *Pipeline) UsesKafka() bool {
 	}
 	for i := range p.Sinks {
 		if p.Sinks[i].Type == SinkKafka {
+			return true
+		}
+	}
+	for i := range p.Operators {
+		if p.Operators[i].Type == OperatorTableJoin {
 			return true
 		}
 	}
@@ -408,6 +416,9 @@ type Operator struct {
 
 	// lookup (also BatchSize)
 	Lookup Lookup
+
+	// table_join
+	TableJoin TableJoin
 }
 
 // Values of a plugin operator's state_ttl_time.
