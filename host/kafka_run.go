@@ -118,6 +118,7 @@ func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.
 		Name: s.Name, Client: cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
 		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: p.opts.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
+		SessionTimeout: s.SessionTimeout, Exclusive: p.exclusive(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)

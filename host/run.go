@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,12 +54,46 @@ func (s Summary) LogValue() slog.Value {
 // Run runs the pipeline until its sources end or ctx is done. When ctx is
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
-func (p *Pipeline) Run(ctx context.Context) (sum Summary, err error) {
+//
+// A pipeline that keeps keyed state or takes checkpoints runs as the only
+// active member of its Kafka sources' consumer groups: while another
+// instance is in a group, Run waits as a standby (StateStandby) and starts
+// once the group is empty, restoring the state from the changelog. If
+// another instance joined at the same moment, the run gives way before
+// reading anything and waits again.
+func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	if l := p.cfg.Engine.MemoryLimit; l > 0 {
 		debug.SetMemoryLimit(l) // process-wide, as GOMEMLIMIT
 	}
+	for {
+		sum, err := p.runOnce(ctx)
+		if !errors.Is(err, kafka.ErrNotSoleMember) || !sum.untouched() || ctx.Err() != nil {
+			return sum, err
+		}
+		p.opts.Logger.Warn("another instance joined the consumer group at the same time; giving way and waiting as a standby",
+			"pipeline", p.cfg.Name, "error", err)
+	}
+}
+
+// untouched reports whether a run read nothing.
+func (s Summary) untouched() bool {
+	for _, st := range s.Stages {
+		if st.Stage == "source" && st.Out+st.Dead > 0 {
+			return false
+		}
+	}
+	return s.DeadLetter == 0
+}
+
+// runOnce builds the pipeline and runs it once.
+func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 	ep, stop, err := p.build(ctx)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Stopped while waiting as a standby: nothing ran.
+			p.runState.Store(StateFinished)
+			return Summary{}, nil
+		}
 		p.runState.Store(StateFailed)
 		return Summary{}, err
 	}
@@ -135,6 +170,10 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			return nil, nil, err
 		}
 		cc, stop = kc, kstop
+	}
+	if err := p.awaitSoleMember(ctx, cc); err != nil {
+		stop()
+		return nil, nil, err
 	}
 	defer func() {
 		if err != nil {

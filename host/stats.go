@@ -33,8 +33,11 @@ type Stats struct {
 
 // Pipeline run states.
 const (
-	StateLoaded   = "loaded"
-	StateRunning  = "running"
+	StateLoaded  = "loaded"
+	StateRunning = "running"
+	// StateStandby: a pipeline with state waits for another instance in
+	// its consumer group to leave (see Pipeline.Run).
+	StateStandby  = "standby"
 	StateFinished = "finished"
 	StateFailed   = "failed"
 )

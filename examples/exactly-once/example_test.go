@@ -142,6 +142,15 @@ func crashRecovery(t *testing.T, mode string) {
 		t.Logf("run %d: %s", rebuilt, strings.SplitN(string(log[i:]), "\n", 2)[0])
 	}
 
+	dup := checkResults(t, got, want, mode == "exactly_once")
+	t.Logf("%s: %d results, %d windows, %d runs, %d duplicates", mode, len(got), len(want), runs, dup)
+}
+
+// checkResults requires a result for every window of want, each equal to
+// the reference, and, exactly once, no window twice; it returns the
+// number of repeated results.
+func checkResults(t *testing.T, got []window, want map[string]window, exactlyOnce bool) (dup int) {
+	t.Helper()
 	seen := map[string]int{}
 	for _, w := range got {
 		ref, ok := want[w.id()]
@@ -153,7 +162,7 @@ func crashRecovery(t *testing.T, mode string) {
 		}
 		seen[w.id()]++
 	}
-	missing, dup := 0, 0
+	missing := 0
 	for id := range want {
 		switch n := seen[id]; {
 		case n == 0:
@@ -162,13 +171,13 @@ func crashRecovery(t *testing.T, mode string) {
 			dup += n - 1
 		}
 	}
-	t.Logf("%s: %d results, %d windows, %d runs, %d duplicates", mode, len(got), len(want), runs, dup)
 	if missing > 0 {
 		t.Errorf("%d of %d windows missing", missing, len(want))
 	}
-	if mode == "exactly_once" && dup > 0 {
+	if exactlyOnce && dup > 0 {
 		t.Errorf("%d duplicate results", dup)
 	}
+	return dup
 }
 
 // produce writes the readings at a steady rate in the background and

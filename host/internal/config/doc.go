@@ -71,6 +71,7 @@
 //	    topic_regex: "^sensor\\."  #   or topic_regex (a Go regexp matched anywhere in a name, as in franz-go)
 //	    group: sensor-anomaly       # default: the pipeline name
 //	    instance_id: host-1 # optional static membership (KIP-345): a restart takes its partitions back at once
+//	    session_timeout: 45s # optional, 1s..30m: how long the group waits for a silent member (and a standby before taking over)
 //	    start: earliest     # earliest (default) | latest | committed | an RFC 3339 timestamp (not before 1970)
 //	    stop_at: never      # never (default) | latest: end once each partition reaches the end offset it had at start
 //	    format: json        # json (default: values must be JSON) | raw

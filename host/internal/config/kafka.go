@@ -258,6 +258,13 @@ func (d *decoder) kafkaSource(o *object, s *Source) {
 	if id, st := o.nonEmpty("instance_id"); st == good {
 		s.InstanceID = id
 	}
+	if v, st := o.duration("session_timeout"); st == good {
+		if v < time.Second || v > 30*time.Minute {
+			o.fail("session_timeout", o.get("session_timeout", kScalar), "%s is out of range: 1s to 30m (brokers allow 6s to 30m by default)", v)
+		} else {
+			s.SessionTimeout = v
+		}
+	}
 	if v, n, st := o.strNode("start"); st == good {
 		if start, ts, err := parseStart(v); err != nil {
 			o.fail("start", n, "%v", err)

@@ -30,7 +30,7 @@ var (
 		SourceFile:      {"name", "type", "path", "format", "event_time"},
 		SourceStdin:     {"name", "type", "format", "event_time"},
 		SourceGenerator: {"name", "type", "count", "rate", "seed", "key", "fields", "event_time"},
-		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "instance_id", "start", "stop_at", "format", "event_time"},
+		SourceKafka:     {"name", "type", "topics", "topic_regex", "group", "instance_id", "session_timeout", "start", "stop_at", "format", "event_time"},
 		SourceNexmark:   nexmarkFields,
 	}
 	operatorFields = map[OperatorType][]string{

@@ -335,7 +335,12 @@ type Source struct {
 	// restarted instance takes its partitions back at once, rather than
 	// after the session timeout of the member it replaces. Each running
 	// instance needs its own.
-	InstanceID     string
+	InstanceID string
+	// SessionTimeout is how long the group waits for a member that stopped
+	// heartbeating before giving its partitions to others (and, for a
+	// pipeline with state, before a standby takes over); 0 = the client's
+	// default, 45s.
+	SessionTimeout time.Duration
 	Start          StartPosition // default StartEarliest
 	StartTimestamp int64         // StartTimestamp: epoch milliseconds, >= 0; 0 otherwise
 	StopAt         StopAt        // default StopNever

@@ -155,6 +155,17 @@ type SourceConfig struct {
 	// (KIP-345): restarted with the same id, it gets its partitions back
 	// without waiting for the old member's session to time out.
 	InstanceID string
+	// SessionTimeout is how long the group waits for a member that stopped
+	// heartbeating (a crashed instance, or a static member that stopped)
+	// before it gives its partitions to others; 0 means the client's
+	// default, 45s.
+	SessionTimeout time.Duration
+	// Exclusive makes the source the only member of its group, for a
+	// pipeline whose state or checkpoints are not partitioned (see
+	// AwaitSoleMember): when the group first assigns it partitions and
+	// another member is there, Run returns ErrNotSoleMember before handing
+	// out any record.
+	Exclusive bool
 	// Txn, when set, makes the source exactly-once (it implies
 	// Checkpointed): it consumes read_committed through a transactional
 	// client (see Txn), whose transactions commit the group's offsets, and
@@ -220,6 +231,11 @@ type Source struct {
 	parts map[srcTP]*srcPart
 	// assigned holds partitions assigned since Run last announced them.
 	assigned []srcTP
+	// notSole is set when an exclusive source found another member in
+	// its group at its first assignment (checked).
+	checked bool
+	notSole error
+	wake    context.CancelFunc // ends Run's poll; nil before Run
 	// changed is closed, and set to nil, when an in-flight batch of any
 	// partition completes; a revocation waiting for batches creates it.
 	changed chan struct{}
@@ -235,6 +251,9 @@ type Source struct {
 	start      StartPosition
 	startMilli int64
 	regex      string
+	// exclusive and instanceID are SourceConfig's Exclusive and InstanceID.
+	exclusive  bool
+	instanceID string
 
 	// Checkpoints (source_checkpoint.go): restore holds a checkpoint's
 	// offsets, where the partitions it covers start (adjustOffsets); it is
@@ -377,6 +396,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		startMilli:     cfg.StartTimestamp,
 		regex:          cfg.TopicRegex,
 		checkpointed:   cfg.Checkpointed || cfg.Txn != nil,
+		exclusive:      cfg.Exclusive,
+		instanceID:     cfg.InstanceID,
 		restored:       make(chan struct{}),
 	}
 	if s.log == nil {
@@ -397,6 +418,9 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	)
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
 	}
 	if cfg.TopicRegex != "" {
 		opts = append(opts, kgo.ConsumeRegex(), kgo.ConsumeTopics(cfg.TopicRegex))
@@ -491,8 +515,15 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		s.cl.AllowRebalance()
 		return err
 	}
+	// An exclusive source's first assignment may find another member
+	// (checkSole), which must end Run even when no record comes.
+	pollCtx, wake := context.WithCancel(ctx)
+	defer wake()
+	s.mu.Lock()
+	s.wake = wake
+	s.mu.Unlock()
 	for {
-		fs := s.cl.PollRecords(out.PollContext(ctx), s.maxPoll)
+		fs := s.cl.PollRecords(out.PollContext(pollCtx), s.maxPoll)
 		if ctx.Err() != nil {
 			// Whatever this poll returned was never handed out, so
 			// it is not committed and will be read again.
@@ -501,7 +532,14 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		s.mu.Lock()
 		announce := s.assigned
 		s.assigned = nil
+		notSole := s.notSole
 		s.mu.Unlock()
+		if notSole != nil {
+			// Nothing of this poll is handed out: leave the group
+			// before reading anything.
+			s.cl.AllowRebalance()
+			return notSole
+		}
 		for _, tp := range announce {
 			if err := out.Announce(tp.topic, tp.partition); err != nil {
 				return err
@@ -602,12 +640,12 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 }
 
 // srcFatal reports errors that retrying will not fix: the credentials or
-// permissions are wrong.
+// permissions are wrong, or the broker refuses the session timeout.
 func srcFatal(err error) bool {
 	for _, e := range []error{
 		kerr.SaslAuthenticationFailed, kerr.UnsupportedSaslMechanism, kerr.IllegalSaslState,
 		kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed,
-		kerr.InvalidGroupID,
+		kerr.InvalidGroupID, kerr.InvalidSessionTimeout,
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -828,13 +866,44 @@ func (s *Source) commitLocked(ctx context.Context, only map[string][]int32) erro
 // onAssigned queues newly assigned partitions for Run to announce to the
 // pipeline (engine.Out.Announce) before their first records, so that an
 // event-time pipeline's watermark waits for them.
-func (s *Source) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	if s.exclusive {
+		s.checkSole(ctx, cl)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for topic, parts := range assigned {
 		for _, p := range parts {
 			s.assigned = append(s.assigned, srcTP{topic, p})
 		}
+	}
+}
+
+// checkSole checks, at an exclusive source's first assignment, that no
+// other member shares the group, and records ErrNotSoleMember if one does.
+func (s *Source) checkSole(ctx context.Context, cl *kgo.Client) {
+	s.mu.Lock()
+	checked := s.checked
+	s.checked = true
+	s.mu.Unlock()
+	if checked {
+		return
+	}
+	memberID, _ := cl.GroupMetadata()
+	others, err := otherMembers(ctx, kadm.NewClient(cl), s.group, memberID, s.instanceID)
+	if err != nil {
+		// Not knowing is not a reason to stop: the standby wait before
+		// the run found the group empty.
+		s.log.Warn("kafka source: could not check that the group has no other member", "group", s.group, "error", err)
+		return
+	}
+	if len(others) > 0 {
+		s.mu.Lock()
+		if s.wake != nil {
+			s.wake()
+		}
+		s.notSole = fmt.Errorf("kafka source %q: %w %q (%s), which joined at the same time as this instance", s.name, ErrNotSoleMember, s.group, strings.Join(others, ", "))
+		s.mu.Unlock()
 	}
 }
 
@@ -968,6 +1037,22 @@ func (s *Source) Close() error {
 			s.log.Warn("kafka source: leaving the group timed out", "group", s.group)
 		}
 		cancel()
+		s.mu.Lock()
+		leaveStatic := s.notSole != nil && s.instanceID != ""
+		s.mu.Unlock()
+		if leaveStatic {
+			// A static member does not leave when it closes. One that
+			// gave way to another member must, or the group keeps its
+			// place (and the other member waits) until its session
+			// times out.
+			ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+			_, lerr := kadm.NewClient(s.cl).LeaveGroup(ctx, kadm.LeaveGroup(s.group).InstanceIDs(s.instanceID).Reason("weir: another instance is active"))
+			cancel()
+			if lerr != nil {
+				s.log.Warn("kafka source: leaving the group as static member failed; the group keeps its place until its session times out",
+					"group", s.group, "instance_id", s.instanceID, "error", lerr)
+			}
+		}
 		s.cl.Close()
 		s.bg.Wait()
 		if err != nil {

@@ -1,0 +1,125 @@
+package exactlyonce_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host"
+)
+
+// weirProc is a weir process whose output goes to a log file.
+type weirProc struct {
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// startWeir runs weir run pipeline.yaml with env, logging to dir/name.log.
+func startWeir(t *testing.T, dir, name string, env []string) *weirProc {
+	t.Helper()
+	cmd := exec.Command(weirtest.Weir(t), "run", "--log-level", "debug", "pipeline.yaml")
+	cmd.Env = env
+	p := &weirProc{cmd: cmd, log: filepath.Join(dir, name+".log"), done: make(chan error, 1)}
+	logf, err := os.Create(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr, cmd.Stdout = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.log)
+			t.Logf("%s:\n%s", name, lastLines(string(b), 40))
+		}
+	})
+	return p
+}
+
+// logged reports whether the process's log holds s.
+func (p *weirProc) logged(s string) bool {
+	b, _ := os.ReadFile(p.log)
+	return strings.Contains(string(b), s)
+}
+
+// TestStandbyTakesOver runs the pipeline as two instances on two
+// "machines" (each its own state directory and instance_id) under a steady
+// stream of readings. The second waits as a standby while the first runs;
+// the first is then killed (SIGKILL), and the standby takes over once the
+// group's session for the first expires: it rebuilds the state from the
+// changelog and finishes the job. A read_committed consumer must see every
+// window once, with the right sums.
+func TestStandbyTakesOver(t *testing.T) {
+	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	env := func(machine string) []string {
+		if err := os.MkdirAll(filepath.Join(dir, machine), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return append(os.Environ(),
+			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+			"WEIR_STATE_DIR="+filepath.Join(dir, machine, "state"),
+			"WEIR_SOURCES_READINGS_INSTANCE_ID=sensor-sums-"+machine,
+			"WEIR_SOURCES_READINGS_SESSION_TIMEOUT=6s",
+		)
+	}
+	want, stopProducing := produce(t, b.Addrs())
+	defer stopProducing()
+
+	active := startWeir(t, dir, "a", env("a"))
+	pollUntil(t, 30*time.Second, "the first instance to take a checkpoint", func() bool { return active.logged(`msg=checkpoint`) })
+	standby := startWeir(t, dir, "b", env("b"))
+	pollUntil(t, 30*time.Second, "the second instance to wait as a standby", func() bool {
+		return standby.logged("waiting as a standby")
+	})
+	time.Sleep(time.Second) // the active instance goes on; the standby must not start
+	if standby.logged(`msg=checkpoint`) || standby.logged("state restored") || standby.logged("resuming from") {
+		t.Fatal("the standby started while the active instance ran")
+	}
+	if err := active.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-active.done
+	killed := time.Now()
+	pollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.logged("taking over") })
+	t.Logf("the standby took over %v after the kill", time.Since(killed).Round(time.Millisecond))
+
+	got := consumeUntil(t, b.Addrs(), len(want), true, standby.done)
+	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-standby.done; err != nil {
+		t.Errorf("the standby did not stop cleanly: %v", err)
+	}
+	if !standby.logged(`msg="state restored from the changelog"`) {
+		t.Error("the standby did not restore the state from the changelog")
+	}
+	dup := checkResults(t, got, want, true)
+	t.Logf("%d results, %d windows, %d duplicates", len(got), len(want), dup)
+}
+
+// pollUntil waits for cond, failing the test after timeout.
+func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,113 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A pipeline that keeps keyed state or takes checkpoints runs as the only
+// active member of its sources' consumer groups: its state is not
+// partitioned by input partition, and its changelog has one writer. A
+// second instance started for the same group is a standby: AwaitSoleMember
+// holds it back until the group is empty, and it then takes over, restoring
+// its state from the changelog. A Source with Exclusive set checks, when
+// the group first gives it partitions, that no other member joined at the
+// same time (ErrNotSoleMember), so two instances that start together do
+// not both run.
+
+// ErrNotSoleMember is returned by an exclusive Source's Run when the group
+// has another member beside it: the run gave up its partitions before
+// reading any record, and may wait as a standby again.
+var ErrNotSoleMember = errors.New("another member is in the consumer group")
+
+// standbyPoll is how often a standby asks whether the group is empty.
+const standbyPoll = time.Second
+
+// AwaitSoleMember waits until group has no member other than the static
+// member instanceID (this instance, restarted, when instanceID is set),
+// asking the group's coordinator every second, after a random delay of up
+// to a second so that instances started together rarely ask at the same
+// moment. It logs once that it waits, naming the members, and returns nil
+// when the group is empty, or ctx's error.
+func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID string, log *slog.Logger) error {
+	log = snkLogger(log).With("group", group)
+	opts, err := cc.Opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.WithLogger(newKgoLogger(log)))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	wait := time.Duration(rand.Int64N(int64(standbyPoll)))
+	waiting := time.Time{}
+	for {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = standbyPoll
+		others, err := otherMembers(ctx, adm, group, "", instanceID)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			log.Warn("kafka: describing the consumer group failed; asking again", "error", err)
+			continue
+		case len(others) == 0:
+			if !waiting.IsZero() {
+				log.Info("kafka: the consumer group is empty; taking over", "waited", time.Since(waiting).Round(time.Millisecond))
+			}
+			return nil
+		case waiting.IsZero():
+			waiting = time.Now()
+			log.Info("kafka: another instance is active in the consumer group; waiting as a standby until it leaves "+
+				"(a pipeline with keyed state or checkpoints runs as one active instance per group)", "members", strings.Join(others, ", "))
+		}
+	}
+}
+
+// otherMembers describes group and returns its members other than this
+// one (memberID, when set) and the static member instanceID (when set),
+// each as "client id on host".
+func otherMembers(ctx context.Context, adm *kadm.Client, group, memberID, instanceID string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := gs[group]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("no description of group %q", group)
+	case errors.Is(g.Err, kerr.GroupIDNotFound):
+		return nil, nil
+	case g.Err != nil:
+		return nil, g.Err
+	}
+	var others []string
+	for _, m := range g.Members {
+		if m.MemberID == memberID || (instanceID != "" && m.InstanceID != nil && *m.InstanceID == instanceID) {
+			continue
+		}
+		who := m.ClientID + " on " + m.ClientHost
+		if m.InstanceID != nil {
+			who = *m.InstanceID + " (" + who + ")"
+		}
+		others = append(others, who)
+	}
+	return others, nil
+}
