@@ -13,8 +13,9 @@ import (
 
 // Stats are a pipeline's live counts and positions. It is a plain value.
 type Stats struct {
-	// State is "loaded" before Run, "running", then "finished" or
-	// "failed".
+	// State is "loaded" before Run, "standby" while it waits for
+	// another instance to leave its consumer group, "running", then
+	// "finished" or "failed".
 	State  string        `json:"state"`
 	Stages []StageCounts `json:"stages"`
 	// DeadLetter counts the dead letters written.

@@ -1,0 +1,109 @@
+package host_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host"
+)
+
+// TestStatefulInstancesStartTogether starts two instances of a pipeline
+// with a window, reading the same topic in the same group, at the same
+// moment: one runs and the other waits as a standby, whichever way their
+// start raced. When the active one stops, the standby takes over and reads
+// the rest.
+func TestStatefulInstancesStartTogether(t *testing.T) {
+	b, err := host.StartBroker(host.BrokerOptions{Topics: "events:4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	path := writePipeline(t, `name: together
+sources: [{name: in, type: kafka, topics: [events], group: together}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: counts, type: window, kind: tumbling, size: 1h, aggregates: [{func: count, as: n}]}
+sinks: [{name: out, type: discard}]
+`)
+	type instance struct {
+		p      *host.Pipeline
+		cancel context.CancelFunc
+		done   chan error
+	}
+	var insts [2]*instance
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
+	var start sync.WaitGroup
+	start.Add(1)
+	for i := range insts {
+		p, err := host.Load(context.Background(), path, host.Options{Broker: b, Logger: logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		in := &instance{p: p, cancel: cancel, done: make(chan error, 1)}
+		insts[i] = in
+		go func() {
+			start.Wait()
+			_, err := p.Run(ctx)
+			in.done <- err
+		}()
+		t.Cleanup(func() {
+			cancel()
+			<-in.done
+			p.Close(context.Background())
+		})
+	}
+	start.Done()
+	produce := func(n int) {
+		t.Helper()
+		var lines strings.Builder
+		for i := range n {
+			lines.WriteString(`{"k":"k` + string(rune('a'+i%26)) + `"}` + "\n")
+		}
+		if _, err := host.Produce(context.Background(), host.ProduceOptions{Client: host.KafkaClient{Brokers: b.Addrs()}, Topic: "events", KeyField: "k"},
+			strings.NewReader(lines.String()), "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(p *host.Pipeline) int64 {
+		for _, s := range p.Stats().Stages {
+			if s.Stage == "source" {
+				return s.Out
+			}
+		}
+		return 0
+	}
+	produce(100)
+	var active, standby *instance
+	pollUntil(t, 30*time.Second, "one instance running and the other on standby", func() bool {
+		s0, s1 := insts[0].p.Stats().State, insts[1].p.Stats().State
+		switch {
+		case s0 == host.StateRunning && s1 == host.StateStandby:
+			active, standby = insts[0], insts[1]
+		case s1 == host.StateRunning && s0 == host.StateStandby:
+			active, standby = insts[1], insts[0]
+		default:
+			return false
+		}
+		return read(active.p) == 100
+	})
+	time.Sleep(1500 * time.Millisecond) // the standby asks again, and stays
+	if s := standby.p.Stats().State; s != host.StateStandby || read(standby.p) != 0 {
+		t.Fatalf("the standby is %s and read %d records while the other instance runs", s, read(standby.p))
+	}
+	t.Logf("the instances raced at their first assignment: %v", strings.Contains(strings.Join(logs.lines(), "\n"), "giving way"))
+	active.cancel()
+	if err := <-active.done; err != nil {
+		t.Fatalf("the active instance: %v", err)
+	}
+	active.done <- nil // for the cleanup
+	produce(50)
+	pollUntil(t, 30*time.Second, "the standby to take over and read on", func() bool {
+		return standby.p.Stats().State == host.StateRunning && read(standby.p) >= 50
+	})
+}
