@@ -30,6 +30,38 @@ func BenchmarkGetNested(b *testing.B) {
 	}
 }
 
+// flatDoc is a sensor reading as the conformance and example plugins get
+// them: a flat object, which Get reads on its fast path.
+var flatDoc = []byte(`{"id": "123", "kind": "temp", "value": 90.5, "timestamp": 1722960137000}`)
+
+// BenchmarkGetFlat and BenchmarkGetFlatFull compare Get's fast path with
+// the full parser it falls back to (getFull) on a flat document. The gap is
+// small natively; the fast path is for the Go Wasm guest, where branches
+// and calls cost more (see getfast.go and BenchmarkTransformGo in
+// host/internal/wasm).
+func BenchmarkGetFlat(b *testing.B) {
+	b.SetBytes(int64(len(flatDoc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := Get(flatDoc, "kind")
+		if err != nil || v.Kind != String {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+func BenchmarkGetFlatFull(b *testing.B) {
+	path := []string{"kind"}
+	b.SetBytes(int64(len(flatDoc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := getFull(flatDoc, path)
+		if err != nil || v.Kind != String {
+			b.Fatal(v, err)
+		}
+	}
+}
+
 // BenchmarkEachThreeFields reads the three fields the sensor-anomaly plugin
 // needs, in one pass.
 func BenchmarkEachThreeFields(b *testing.B) {

@@ -287,3 +287,160 @@ func FuzzAppendFloat(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGetFastMatchesFull checks Get, with its fast path, against getFull,
+// the full parser: for any document and path they must return the same
+// Value, field for field and aliasing the same bytes of the document, and
+// the same error. Besides the fuzzed names it tries paths made of the
+// document's own names (so that most lookups find something) and, for
+// short documents, every truncation of the document.
+func FuzzGetFastMatchesFull(f *testing.F) {
+	addDocSeeds(f, "a", "b")
+	for _, doc := range getFastSeeds {
+		f.Add([]byte(doc), "kind", "x")
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, key1, key2 string) {
+		paths := [][]string{{key1}, {key1, key2}}
+		names := 0
+		_ = Each(doc, func(k, v Value) bool {
+			name := k.String()
+			paths = append(paths, []string{name}, []string{name, key2})
+			if v.Kind == Object {
+				nested := 0
+				_ = v.Each(func(k, _ Value) bool {
+					paths = append(paths, []string{name, k.String()})
+					nested++
+					return nested < 4
+				})
+			}
+			names++
+			return names < 8
+		})
+		for _, path := range paths {
+			sameGet(t, doc, path)
+			if len(doc) <= 256 {
+				for k := 8; k < len(doc); k++ {
+					sameGet(t, doc[:k], path)
+				}
+			}
+		}
+	})
+}
+
+// sameGet fails t unless Get(doc, path...) and getFull(doc, path) agree
+// exactly.
+func sameGet(t *testing.T, doc []byte, path []string) {
+	t.Helper()
+	got, gotErr := Get(doc, path...)
+	want, wantErr := getFull(doc, path)
+	if errText(gotErr) != errText(wantErr) || reflect.TypeOf(gotErr) != reflect.TypeOf(wantErr) {
+		t.Fatalf("Get(%q, %q): error %v, getFull: %v", doc, path, gotErr, wantErr)
+	}
+	if got.Kind != want.Kind || got.Offset != want.Offset || got.plain != want.plain ||
+		!bytes.Equal(got.Raw, want.Raw) || (got.Raw == nil) != (want.Raw == nil) ||
+		len(got.Raw) > 0 && &got.Raw[0] != &want.Raw[0] || cap(got.Raw) != cap(want.Raw) {
+		t.Fatalf("Get(%q, %q) = %s %q at %d plain %v, getFull = %s %q at %d plain %v", doc, path,
+			got.Kind, got.Raw, got.Offset, got.plain, want.Kind, want.Raw, want.Offset, want.plain)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// getFastSeeds are documents for FuzzGetFastMatchesFull that exercise Get's
+// fast path: objects of every shape, its word loads at the end of the
+// document, and its ways out to the full parser.
+var getFastSeeds = []string{
+	// Flat objects, as sensors send them.
+	`{"id": "123", "kind": "temp", "value": 90.5, "timestamp": 1722960137000}`,
+	`{"id":"123","kind":"temp","value":90.5,"timestamp":1722960137000}`,
+	`{"kind":"temp"}`,
+	`{"kind":""}`,
+	`{"":"kind","kind":1}`,
+	`{"k":1,"ki":2,"kin":3,"kind":4,"kinds":5,"kind_":6,"kindxyz":7,"kindxyzw":8}`,
+	`{"a_long_name_of_many_bytes":"and a long value of more than eight bytes","kind":null}`,
+	`{"kind":true,"x":false,"y":null}`,
+	// Nested containers and longer paths.
+	`{"kind":{"x":{"y":[1,{"z":[]}]},"w":{}},"v":[[],[{}]]}`,
+	`{"a":{"b":{"c":1}},"kind":{"x":2,"x":3}}`,
+	`{"kind":[1,2,{"x":1}],"x":{"kind":1}}`,
+	`{"kind":{"x":1} , "kind" : "s"}`,
+	`{"kind":"s","kind":{"x":1}}`,
+	`{"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],"kind":1}`,
+	`{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":{"x":1}}}}}}}}}}}}}}}},"kind":"deep"}`,
+	// Duplicate names: the last counts.
+	`{"kind":1,"kind":2}`,
+	`{"kind":"a","x":1,"kind":"b","kind":"c"}`,
+	`{"kind":{"x":1},"kind":2}`,
+	`{"kind":1,"k\u0069nd":2}`,
+	// Escapes, control characters, Unicode.
+	`{"kind":"a\"b\\c\/d\be\ff\ng\rh\ti\u00e9"}`,
+	`{"k\u0069nd":"temp"}`,
+	`{"kind\\":"temp","kind":1}`,
+	"{\"kind\":\"a\tb\"}",
+	"{\"kind\":\"ab\x01\"}",
+	"{\"ki\x00d\":1,\"kind\":\"\x7f\"}",
+	`{"kind":"héllo 世界 😀","clé":"valeur"}`,
+	"{\"kind\":\"\xff\xfe\",\"\xc3\":1}",
+	`{"kind":"\ud83d\ude00","x":"\ud83d"}`,
+	`{"kind":"\u12g4"}`,
+	`{"kind":"\x"}`,
+	// Numbers of every shape, valid and not.
+	`{"a":0,"b":-0,"c":1,"d":-1,"e":1234567890123456789,"kind":-9876543210.0123456789e+123}`,
+	`{"a":0.5,"b":1e5,"c":1E-5,"d":-0.0e0,"kind":12345678}`,
+	`{"kind":01}`,
+	`{"kind":-}`,
+	`{"kind":-a}`,
+	`{"kind":1.}`,
+	`{"kind":1.e5}`,
+	`{"kind":.5}`,
+	`{"kind":1e}`,
+	`{"kind":1e+}`,
+	`{"kind":+1}`,
+	`{"kind":0x10}`,
+	`{"kind":1.5.3}`,
+	`{"kind":12345678901234567890}`,
+	`{"kind":1234567`,
+	// Literals, and broken ones.
+	`{"kind":tru}`,
+	`{"kind":truex}`,
+	`{"kind":fals}`,
+	`{"kind":nul,"x":1}`,
+	`{"kind":nulll}`,
+	// Whitespace everywhere, and not where it is not allowed.
+	" \t\r\n{ \t\r\n\"kind\" \t\r\n: \t\r\n\"v\" \t\r\n, \"x\" : [ 1 , 2 ] \t\r\n} \t\r\n",
+	"{\"kind\":1}\f",
+	"{\"kind\":1}\v",
+	"{\"kind\":\u00a01}",
+	// Broken structure.
+	`{"kind":1,}`,
+	`{"kind" 1}`,
+	`{"kind":}`,
+	`{kind:1}`,
+	`{"kind":1 "x":2}`,
+	`{"kind":[1,]}`,
+	`{"kind":[1}}`,
+	`{"kind":{"x":1]}`,
+	`{"kind":1}}`,
+	`{"kind":1} x`,
+	`{"kind":1}{}`,
+	`{"kind":"v"`,
+	`{"kind":"v`,
+	`{"kind`,
+	`{"kind":[`,
+	// Other top-level values, and documents shorter than eight bytes.
+	`["kind",{"kind":1}]`,
+	`"kind"`,
+	`  1234  `,
+	`{}`,
+	`{"a":1}`,
+	`{"":0}`,
+	`{ }    `,
+	`{}      `,
+	`{"k":1}`,
+	`{"kind"}`,
+}

@@ -125,16 +125,10 @@ func Parse(doc []byte) (Value, error) {
 	return Value{Kind: k, Raw: doc[i:end], Offset: i, plain: plain}, nil
 }
 
-// Get validates doc and returns the value found by following path through
-// nested objects: Get(doc, "a", "b") is doc's field "a"'s field "b". With no
-// path it returns the whole document's value, like Parse.
-//
-// Get returns the zero Value and a nil error when the path leads nowhere:
-// a field is missing, or a value on the way is not an object. When an object
-// repeats a field name, the last occurrence counts, as with encoding/json and
-// Python's json module. A malformed document yields a *SyntaxError even if
-// the path was found before the error.
-func Get(doc []byte, path ...string) (Value, error) {
+// getFull is Get by the full parser, for any document: the fallback of
+// Get's fast path (getfast.go), and the reference FuzzGetFastMatchesFull
+// holds it to.
+func getFull(doc []byte, path []string) (Value, error) {
 	p := parser{buf: doc}
 	i := p.ws(0)
 	var found Value
