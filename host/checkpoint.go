@@ -52,7 +52,7 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		if err := txn.Fence(ctx); err != nil {
 			return nil, close, err
 		}
-		p.opts.Logger.Debug("kafka: fenced earlier instances", "transactional_id", c.TransactionalID)
+		p.opts.Logger.Debug("kafka: fenced earlier instances", "transactional_id", txn.ID())
 	}
 	if b, ok := cs.(*state.Badger); ok {
 		if prep, ok := b.Prepared(); ok {
@@ -71,7 +71,10 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 			return nil, close, fmt.Errorf("%s: the last checkpoint in %s is unreadable: %w", p.cfg.State.At("dir"), p.cfg.State.Dir, err)
 		}
 	}
-	if kafkaRun {
+	if kafkaRun && p.keyedState() {
+		// Without keyed state there is nothing to log, and the Kafka
+		// sources resume from the group's offsets, which every
+		// checkpoint commits (or its transaction, exactly once).
 		if ck.changelog, err = kafka.NewChangelog(cc, c.ChangelogTopic, txn, p.opts.Logger); err != nil {
 			return nil, close, fmt.Errorf("%s: checkpoints: %w", c.Pos, err)
 		}
@@ -147,7 +150,10 @@ func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, meta 
 }
 
 // commit is engine.Checkpointing.Commit. Without a changelog the store
-// takes the checkpoint alone. With one, the store prepares it, the
+// takes the checkpoint alone, after the Kafka transaction in an
+// exactly-once run; a transaction a rebalance aborted is not an error
+// there, since nothing but the outputs and offsets it held need undoing.
+// With one, the store prepares it, the
 // changelog gets the epoch's changes and the marker, then (exactly-once)
 // the Kafka transaction commits outputs, changelog and input offsets
 // together, and only then does the store commit, recording where the
@@ -161,15 +167,38 @@ func (ck *checkpointer) commit(ctx context.Context, cp *engine.Checkpoint) error
 		return err
 	}
 	meta := storeMeta{Engine: em}
-	if ck.changelog == nil {
-		b, _ := json.Marshal(meta)
+	b, _ := json.Marshal(meta)
+	switch {
+	case ck.changelog == nil && ck.txn == nil:
 		if err := ck.cs.Checkpoint(b); err != nil {
 			return err
 		}
 		ck.p.opts.Logger.Debug("checkpoint", "pipeline", ck.p.cfg.Name, "epoch", cp.Epoch, "took", time.Since(start))
 		return nil
+	case ck.changelog == nil:
+		// Exactly once without keyed state: the transaction holds all
+		// there is (outputs and input offsets), and the store only the
+		// engine's checkpoint, after it.
+		if err := ck.txn.Commit(ctx); err != nil {
+			if !errors.Is(err, kafka.ErrTxnAborted) {
+				return err
+			}
+			// The group rebalanced during the transaction: its outputs
+			// are aborted, and the source is back at the group's
+			// offsets, so its records are read again into the next.
+			ck.p.opts.Logger.Info("checkpoint: the consumer group rebalanced, so the transaction was aborted; its records are processed again",
+				"pipeline", ck.p.cfg.Name, "epoch", cp.Epoch)
+			return ck.txn.Begin()
+		}
+		if err := ck.cs.Checkpoint(b); err != nil {
+			return err
+		}
+		if err := ck.txn.Begin(); err != nil {
+			return err
+		}
+		ck.p.opts.Logger.Debug("checkpoint", "pipeline", ck.p.cfg.Name, "epoch", cp.Epoch, "took", time.Since(start))
+		return nil
 	}
-	b, _ := json.Marshal(meta)
 	if err := ck.cs.Prepare(b); err != nil {
 		return err
 	}

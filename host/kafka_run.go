@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
@@ -105,7 +106,7 @@ func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.
 	c := &p.cfg.Checkpoints
 	var txn *kafka.TxnConfig
 	if c.Enabled && c.Delivery == config.ExactlyOnce {
-		txn = &kafka.TxnConfig{ID: c.TransactionalID, Timeout: max(time.Minute, 2*c.Interval)}
+		txn = &kafka.TxnConfig{ID: p.transactionalID(s), Timeout: max(time.Minute, 2*c.Interval)}
 		for i := range p.cfg.Sinks {
 			// The transaction's producer takes the first Kafka sink's settings.
 			if k := &p.cfg.Sinks[i]; k.Type == config.SinkKafka {
@@ -118,12 +119,35 @@ func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.
 		Name: s.Name, Client: cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
 		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: p.opts.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
-		SessionTimeout: s.SessionTimeout, Exclusive: p.exclusive(),
+		SessionTimeout: s.SessionTimeout, Exclusive: p.exclusive(), PositionsFromGroup: !p.keyedState(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
 	}
 	return src, nil
+}
+
+// transactionalID returns the transactional id of an exactly-once run
+// reading the Kafka source s. A pipeline with keyed state runs one active
+// instance, and its standbys share its id, so that one taking over fences
+// the one it replaces. The instances of a pipeline without keyed state run
+// side by side, so by default each gets its own id: the pipeline's, then
+// the source's instance_id or, without one, the host name. Restarted with
+// the same suffix, an instance fences its predecessor; two instances on
+// one host need their own instance_id.
+func (p *Pipeline) transactionalID(s *config.Source) string {
+	c := &p.cfg.Checkpoints
+	if !c.DefaultTransactionalID || p.keyedState() {
+		return c.TransactionalID
+	}
+	suffix := s.InstanceID
+	if suffix == "" {
+		suffix, _ = os.Hostname()
+	}
+	if suffix == "" {
+		return c.TransactionalID
+	}
+	return c.TransactionalID + "-" + suffix
 }
 
 func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger, txn *kafka.Txn) (engine.Sink, error) {

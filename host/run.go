@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"time"
@@ -55,7 +56,7 @@ func (s Summary) LogValue() slog.Value {
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
 //
-// A pipeline that keeps keyed state or takes checkpoints runs as the only
+// A pipeline that keeps keyed state runs as the only
 // active member of its Kafka sources' consumer groups: while another
 // instance is in a group, Run waits as a standby (StateStandby) and starts
 // once the group is empty, restoring the state from the changelog. If
@@ -72,6 +73,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		}
 		p.opts.Logger.Warn("another instance joined the consumer group at the same time; giving way and waiting as a standby",
 			"pipeline", p.cfg.Name, "error", err)
+		// A random pause, so that two instances that gave way to each
+		// other do not ask again at the same moment.
+		select {
+		case <-time.After(time.Duration(rand.Int64N(int64(time.Second)))):
+		case <-ctx.Done():
+			return sum, nil
+		}
 	}
 }
 

@@ -9,16 +9,20 @@ import (
 
 // exclusive reports whether the pipeline must be the only active instance
 // in its Kafka sources' consumer groups: it keeps keyed state (a window, a
-// rolling operator, a plugin that uses state) or takes checkpoints. Its
-// state is not partitioned by input partition, and its changelog has one
-// partition and one writer, so a second instance sharing the group would
-// split keys' state between the two and interleave their checkpoints. A
-// second instance is a standby instead (awaitSoleMember), and takes over,
-// from the changelog, when the first leaves the group.
-func (p *Pipeline) exclusive() bool {
-	if p.cfg.Checkpoints.Enabled {
-		return true
-	}
+// rolling operator, a plugin that uses state). That state is not
+// partitioned by input partition, and its changelog has one partition and
+// one writer, so a second instance sharing the group would split keys'
+// state between the two and interleave their checkpoints. A second
+// instance is a standby instead (awaitSoleMember), and takes over, from the
+// changelog, when the first leaves the group. Pipelines without keyed
+// state, checkpointed or not, scale out: their instances share the group's
+// partitions, and the group's offsets are their positions.
+func (p *Pipeline) exclusive() bool { return p.keyedState() }
+
+// keyedState reports whether an operator of the pipeline keeps keyed
+// state: a window, a rolling operator, or a plugin whose live version uses
+// the state functions.
+func (p *Pipeline) keyedState() bool {
 	for i := range p.cfg.Operators {
 		op := &p.cfg.Operators[i]
 		switch {

@@ -34,6 +34,10 @@ type Checkpoints struct {
 	// "weir-<name>". Restarts of the pipeline must keep it, so that they
 	// fence their predecessor; other pipelines must not share it.
 	TransactionalID string
+	// DefaultTransactionalID is set when TransactionalID is the default,
+	// not given: the host then makes it per instance for a pipeline whose
+	// instances may run side by side (one without keyed state).
+	DefaultTransactionalID bool
 }
 
 var checkpointFields = []string{"interval", "delivery", "changelog_topic", "transactional_id"}
@@ -75,6 +79,7 @@ func (d *decoder) crossCheckCheckpoints(p *Pipeline) {
 	}
 	if c.TransactionalID == "" {
 		c.TransactionalID = "weir-" + p.Name
+		c.DefaultTransactionalID = true
 	}
 	if !c.Enabled {
 		return

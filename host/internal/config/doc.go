@@ -155,8 +155,8 @@
 //	  interval: 5s          # from the end of one to the start of the next; default 5s
 //	  delivery: at_least_once  # at_least_once (default) | exactly_once (Kafka source and sinks,
 //	                        #   one Kafka transaction per checkpoint; readers use read_committed)
-//	  changelog_topic: p-changelog  # runs with a Kafka source; default "<name>-changelog"
-//	  transactional_id: weir-p      # exactly_once; default "weir-<name>"; stable across restarts
+//	  changelog_topic: p-changelog  # runs with a Kafka source and keyed state; default "<name>-changelog"
+//	  transactional_id: weir-p      # exactly_once; default "weir-<name>" (without keyed state, "-<instance_id or host name>" appended); stable across restarts
 //	dead_letter:            # optional, default {type: stderr}
 //	  type: file            # stderr | file | kafka
 //	  path: dlq.jsonl       # file: required; its directory must exist

@@ -160,8 +160,15 @@ type SourceConfig struct {
 	// before it gives its partitions to others; 0 means the client's
 	// default, 45s.
 	SessionTimeout time.Duration
+	// PositionsFromGroup makes a Checkpointed source resume from the
+	// group's offsets rather than from a restored checkpoint's, for a
+	// pipeline without keyed state, whose instances may share the group:
+	// a checkpoint of one instance then says nothing of partitions
+	// another has read since. Each checkpoint commits the offsets, so they
+	// lag a checkpoint only after a crash between the two.
+	PositionsFromGroup bool
 	// Exclusive makes the source the only member of its group, for a
-	// pipeline whose state or checkpoints are not partitioned (see
+	// pipeline whose keyed state is not partitioned (see
 	// AwaitSoleMember): when the group first assigns it partitions and
 	// another member is there, Run returns ErrNotSoleMember before handing
 	// out any record.
@@ -254,6 +261,7 @@ type Source struct {
 	// exclusive and instanceID are SourceConfig's Exclusive and InstanceID.
 	exclusive  bool
 	instanceID string
+	fromGroup  bool // SourceConfig.PositionsFromGroup
 
 	// Checkpoints (source_checkpoint.go): restore holds a checkpoint's
 	// offsets, where the partitions it covers start (adjustOffsets); it is
@@ -397,6 +405,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		regex:          cfg.TopicRegex,
 		checkpointed:   cfg.Checkpointed || cfg.Txn != nil,
 		exclusive:      cfg.Exclusive,
+		fromGroup:      cfg.PositionsFromGroup,
 		instanceID:     cfg.InstanceID,
 		restored:       make(chan struct{}),
 	}

@@ -48,9 +48,10 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 // Restore implements engine.Snapshotter: each partition resumes from the
 // checkpoint's offset when first assigned, whatever the group committed.
 func (s *Source) Restore(b json.RawMessage) error {
-	if s.txn != nil {
+	if s.txn != nil || s.fromGroup {
 		// Exactly-once: the group's offsets were committed in the same
-		// transaction as the checkpoint, and are where it resumes.
+		// transaction as the checkpoint, and are where it resumes. So
+		// does a source that shares its group with other instances.
 		s.restoreDone()
 		return nil
 	}

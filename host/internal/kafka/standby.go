@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A pipeline that keeps keyed state or takes checkpoints runs as the only
-// active member of its sources' consumer groups: its state is not
-// partitioned by input partition, and its changelog has one writer. A
+// A pipeline that keeps keyed state runs as the only active member of its
+// sources' consumer groups: its state is not partitioned by input
+// partition, and its changelog has one writer. A
 // second instance started for the same group is a standby: AwaitSoleMember
 // holds it back until the group is empty, and it then takes over, restoring
 // its state from the changelog. A Source with Exclusive set checks, when
@@ -34,10 +33,9 @@ const standbyPoll = time.Second
 
 // AwaitSoleMember waits until group has no member other than the static
 // member instanceID (this instance, restarted, when instanceID is set),
-// asking the group's coordinator every second, after a random delay of up
-// to a second so that instances started together rarely ask at the same
-// moment. It logs once that it waits, naming the members, and returns nil
-// when the group is empty, or ctx's error.
+// asking the group's coordinator at once and then every second. It logs
+// once that it waits, naming the members, and returns nil when the group
+// is empty, or ctx's error.
 func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID string, log *slog.Logger) error {
 	log = snkLogger(log).With("group", group)
 	opts, err := cc.Opts()
@@ -50,7 +48,7 @@ func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID str
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	wait := time.Duration(rand.Int64N(int64(standbyPoll)))
+	wait := time.Duration(0)
 	waiting := time.Time{}
 	for {
 		select {
@@ -74,7 +72,7 @@ func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID str
 		case waiting.IsZero():
 			waiting = time.Now()
 			log.Info("kafka: another instance is active in the consumer group; waiting as a standby until it leaves "+
-				"(a pipeline with keyed state or checkpoints runs as one active instance per group)", "members", strings.Join(others, ", "))
+				"(a pipeline with keyed state runs as one active instance per group)", "members", strings.Join(others, ", "))
 		}
 	}
 }

@@ -56,11 +56,18 @@ func (t *Txn) Begin() error {
 	return nil
 }
 
+// ID returns the transactional id.
+func (t *Txn) ID() string { return t.id }
+
 // Commit flushes what was produced and commits it, with the offsets of
 // everything the source polled, in one transaction. The caller makes sure
 // everything polled was processed and produced.
 func (t *Txn) Commit(ctx context.Context) error {
 	committed, err := t.sess.End(ctx, kgo.TryCommit)
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+		return fmt.Errorf("kafka: committing the transaction: another producer with transactional id %q fenced this one: "+
+			"an instance that replaced this one, or one running beside it with the same id (give each instance its own instance_id): %w", t.id, err)
+	}
 	if err != nil {
 		return fmt.Errorf("kafka: committing the transaction: %w", err)
 	}
