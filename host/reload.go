@@ -58,6 +58,11 @@ type pluginSlot struct {
 	// swapped in then, since one key's state would be written by several
 	// workers.
 	unkeyed atomic.Bool
+	// scaledOut is set, by build, when the run reads Kafka and started
+	// without keyed state: its instances may share their consumer group,
+	// and it keeps no changelog, so a version that uses keyed state cannot
+	// be swapped in either.
+	scaledOut atomic.Bool
 }
 
 // livePath is the path the live version was loaded from: the operator's
@@ -211,6 +216,11 @@ func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string
 		return nil, fmt.Errorf("the new version uses keyed state, but operator %q runs on %d workers with no key_by before it, "+
 			"so one key's records reach several workers: put a key_by before it, or run with parallelism 1",
 			s.op.Name, s.p.cfg.Engine.Parallelism)
+	}
+	if s.scaledOut.Load() && plug.UsesState() {
+		plug.Close(ctx)
+		return nil, fmt.Errorf("the new version uses keyed state, but the pipeline started without any: several instances may share "+
+			"its consumer group, and it keeps no changelog; restart the pipeline to run this version (it then runs as one active instance)")
 	}
 	k := s.instances()
 	v := &pluginVersion{n: n, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, k)}

@@ -557,3 +557,43 @@ sinks: [{name: out, type: stdout}]
 		t.Fatalf("reloading a stateful version into an unkeyed operator: %v", err)
 	}
 }
+
+// TestStatefulReloadIntoStatelessKafkaRun: a pipeline that reads Kafka and
+// started without keyed state may run as several instances in one group,
+// with no changelog, so a version of a plugin that uses keyed state is
+// refused until a restart.
+func TestStatefulReloadIntoStatelessKafkaRun(t *testing.T) {
+	counter, identity := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "plugins/identity")
+	b, err := host.StartBroker(host.BrokerOptions{Topics: "in:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	plugin := filepath.Join(t.TempDir(), "p.wasm")
+	if err := os.WriteFile(plugin, identity, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := writePipeline(t, `name: scaled
+sources: [{name: in, type: kafka, topics: [in], stop_at: latest}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "`+plugin+`"}
+sinks: [{name: out, type: discard}]
+`)
+	ctx := context.Background()
+	p, err := host.Load(ctx, pipeline, host.Options{Broker: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, counter, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = p.ReloadPlugins(ctx, "count")
+	if err == nil || !strings.Contains(err.Error(), "the pipeline started without any") {
+		t.Fatalf("reloading a stateful version into a stateless Kafka run: %v", err)
+	}
+}

@@ -230,7 +230,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 	ep.Checkpointing = ck
 	stopKafka := stop
 	stop = func() { closeChangelog(); stopKafka() }
-	keyedFirst := p.firstSegmentKeyed()
+	keyedFirst, keyed := p.firstSegmentKeyed(), p.keyedState()
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]
 		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
@@ -257,6 +257,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			slot := p.slots[i]
 			st.KeyedState = slot.cur.Load().plug.UsesState()
 			slot.unkeyed.Store(cfg.Engine.Parallelism > 1 && p.inFirstSegment(i) && !keyedFirst)
+			slot.scaledOut.Store(kafkaRun && !keyed)
 			st.New = func(ctx context.Context) (engine.Operator, error) {
 				wo := &wasmOperator{name: op.Name, slot: slot}
 				if err := wo.swap(ctx, slot.cur.Load()); err != nil {
