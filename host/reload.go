@@ -219,7 +219,7 @@ func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string
 	}
 	if s.scaledOut.Load() && plug.UsesState() {
 		plug.Close(ctx)
-		return nil, fmt.Errorf("the new version uses keyed state, but the pipeline started without any: several instances may share "+
+		return nil, fmt.Errorf("the new version uses keyed state, but the pipeline started without any: several instances may share " +
 			"its consumer group, and it keeps no changelog; restart the pipeline to run this version (it then runs as one active instance)")
 	}
 	k := s.instances()
