@@ -152,16 +152,21 @@ func (t *Table) load(ctx context.Context) error {
 }
 
 // follow applies the topic's new records until ctx ends. Errors that the
-// client does not retry by itself are logged, and reading goes on.
+// client does not retry by itself are logged (a persisting one once), and
+// reading goes on.
 func (t *Table) follow(ctx context.Context) {
 	defer close(t.done)
+	lastErr := ""
 	for {
 		fs := t.cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		fs.EachError(func(_ string, p int32, err error) {
-			t.log.Warn("table: reading the topic failed; retrying", "partition", p, "err", err)
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				t.log.Warn("table: reading the topic failed; retrying", "partition", p, "error", err)
+			}
 		})
 		t.apply(fs, nil)
 	}
