@@ -54,22 +54,9 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		}
 		p.opts.Logger.Debug("kafka: fenced earlier instances", "transactional_id", txn.ID())
 	}
-	if b, ok := cs.(*state.Badger); ok {
-		if prep, ok := b.Prepared(); ok {
-			// A crash between a checkpoint's prepare and commit. Roll
-			// back to the one before; if the prepared one did commit
-			// in Kafka, the changelog has it, and it is replayed below.
-			p.opts.Logger.Info("state: rolling back a checkpoint that did not complete", "pipeline", p.cfg.Name, "version", prep.Version)
-			if err := b.Resolve(false); err != nil {
-				return nil, close, err
-			}
-		}
-	}
-	var meta storeMeta
-	if last, ok := cs.Committed(); ok && len(last.Meta) > 0 {
-		if err := json.Unmarshal(last.Meta, &meta); err != nil {
-			return nil, close, fmt.Errorf("%s: the last checkpoint in %s is unreadable: %w", p.cfg.State.At("dir"), p.cfg.State.Dir, err)
-		}
+	meta, err := p.lastCheckpoint(cs)
+	if err != nil {
+		return nil, close, err
 	}
 	if kafkaRun && p.keyedState() {
 		// Without keyed state there is nothing to log, and the Kafka
@@ -87,8 +74,14 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		if err := ck.changelog.EnsureTopic(ctx); err != nil {
 			return nil, close, err
 		}
-		if err := ck.replay(ctx, cc, &meta); err != nil {
+		start := time.Now()
+		res, err := ck.replay(ctx, cc, c.ChangelogTopic, &meta)
+		if err != nil {
 			return nil, close, err
+		}
+		if res.Changes > 0 || res.Meta != nil {
+			p.opts.Logger.Info("state restored from the changelog", "pipeline", p.cfg.Name,
+				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
 		}
 	}
 	settings := &engine.Checkpointing{Interval: c.Interval, Commit: ck.commit}
@@ -108,10 +101,33 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 	return settings, close, nil
 }
 
-// replay applies the changelog after the store's last checkpoint to the
-// store, and adopts the last checkpoint marker it finds, which is newer
-// than the store's. A store that lost its directory replays everything.
-func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, meta *storeMeta) error {
+// lastCheckpoint returns the metadata of the store's last committed
+// checkpoint, after rolling back a checkpoint that was prepared and not
+// committed (a crash between the two: if it did commit in Kafka, the
+// changelog has it, and a replay brings it back).
+func (p *Pipeline) lastCheckpoint(cs state.Checkpointer) (storeMeta, error) {
+	if b, ok := cs.(*state.Badger); ok {
+		if prep, ok := b.Prepared(); ok {
+			p.opts.Logger.Info("state: rolling back a checkpoint that did not complete", "pipeline", p.cfg.Name, "version", prep.Version)
+			if err := b.Resolve(false); err != nil {
+				return storeMeta{}, err
+			}
+		}
+	}
+	var meta storeMeta
+	if last, ok := cs.Committed(); ok && len(last.Meta) > 0 {
+		if err := json.Unmarshal(last.Meta, &meta); err != nil {
+			return meta, fmt.Errorf("%s: the last checkpoint in %s is unreadable: %w", p.cfg.State.At("dir"), p.cfg.State.Dir, err)
+		}
+	}
+	return meta, nil
+}
+
+// replay applies the changelog topic after the store's last checkpoint
+// (meta) to the store, and adopts the last checkpoint marker it finds,
+// which is newer than the store's, recording it as the store's checkpoint
+// and in meta. A store that lost its directory replays everything.
+func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, topic string, meta *storeMeta) (kafka.ReplayResult, error) {
 	var muts []state.Mutation
 	flush := func() error {
 		err := ck.p.opts.Store.Apply(muts)
@@ -119,8 +135,7 @@ func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, meta 
 		muts = muts[:0]
 		return err
 	}
-	start := time.Now()
-	res, err := kafka.Replay(ctx, cc, ck.changelog.Topic(), meta.ChangelogNext, func(k, v []byte, deleted bool) error {
+	res, err := kafka.Replay(ctx, cc, topic, meta.ChangelogNext, func(k, v []byte, deleted bool) error {
 		muts = append(muts, state.Mutation{Key: k, Value: v, Delete: deleted})
 		if len(muts) == 1024 {
 			return flush()
@@ -131,22 +146,20 @@ func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, meta 
 		err = flush()
 	}
 	if err != nil {
-		return fmt.Errorf("checkpoints: restoring state from the changelog: %w", err)
+		return res, fmt.Errorf("checkpoints: restoring state from the changelog: %w", err)
 	}
 	if res.Meta == nil {
-		return nil
+		return res, nil
 	}
 	*meta = storeMeta{Engine: res.Meta, ChangelogNext: res.Next}
 	b, err := json.Marshal(meta)
 	if err != nil {
-		return err
+		return res, err
 	}
 	if err := ck.cs.Checkpoint(b); err != nil {
-		return fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
+		return res, fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
 	}
-	ck.p.opts.Logger.Info("state restored from the changelog", "pipeline", ck.p.cfg.Name,
-		"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
-	return nil
+	return res, nil
 }
 
 // commit is engine.Checkpointing.Commit. Without a changelog the store

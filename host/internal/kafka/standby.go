@@ -33,10 +33,12 @@ const standbyPoll = time.Second
 
 // AwaitSoleMember waits until group has no member other than the static
 // member instanceID (this instance, restarted, when instanceID is set),
-// asking the group's coordinator at once and then every second. It logs
-// once that it waits, naming the members, and returns nil when the group
-// is empty, or ctx's error.
-func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID string, log *slog.Logger) error {
+// asking the group's coordinator at once and then every second; each time
+// the group is still taken it calls whileWaiting, if not nil (a standby
+// keeps its state up to date from the changelog there). It logs once that
+// it waits, naming the members, and returns nil when the group is empty,
+// or ctx's error.
+func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID string, log *slog.Logger, whileWaiting func(context.Context)) error {
 	log = snkLogger(log).With("group", group)
 	opts, err := cc.Opts()
 	if err != nil {
@@ -73,6 +75,9 @@ func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID str
 			waiting = time.Now()
 			log.Info("kafka: another instance is active in the consumer group; waiting as a standby until it leaves "+
 				"(a pipeline with keyed state runs as one active instance per group)", "members", strings.Join(others, ", "))
+		}
+		if whileWaiting != nil {
+			whileWaiting(ctx)
 		}
 	}
 }
