@@ -51,11 +51,11 @@ func produceKeyed(t *testing.T, brokers, topic string, n, keys int) {
 }
 
 // readTopic reads every record of topic from the start, waiting until no
-// record arrives for idle.
-func readTopic(t *testing.T, brokers, topic string, idle time.Duration) []*kgo.Record {
+// record arrives for idle; opts add client options.
+func readTopic(t *testing.T, brokers, topic string, idle time.Duration, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,23 +46,7 @@ func produceRange(t *testing.T, brokers string, from, to, keys int) {
 // until none arrives for idle.
 func readCommitted(t *testing.T, brokers, topic string, idle time.Duration) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
-		if n == 0 {
-			return out
-		}
-	}
+	return readTopic(t, brokers, topic, idle, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 }
 
 // TestKafkaExactlyOnceScaleOut runs a stateless exactly-once pipeline
