@@ -122,6 +122,7 @@ func TestAdminDuringRun(t *testing.T) {
 		{"weir_records_out_total", []string{`stage="sink"`, `name="out"`}, 100},
 		{"weir_records_dead_total", []string{`name="count"`}, 0},
 		{"weir_pipeline_running", []string{`pipeline="reload"`}, 1},
+		{"weir_pipeline_standby", []string{`pipeline="reload"`}, 0},
 		{"weir_plugin_info", []string{`operator="count"`, `version="1"`}, 1},
 	} {
 		if got := metricValue(body, want.metric, want.labels...); got != want.value {

@@ -33,6 +33,7 @@ sinks: [{name: out, type: discard}]
 		p      *host.Pipeline
 		cancel context.CancelFunc
 		done   chan error
+		admin  string // base URL of its admin server
 	}
 	var insts [2]*instance
 	logs := &syncBuffer{}
@@ -45,7 +46,15 @@ sinks: [{name: out, type: discard}]
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		in := &instance{p: p, cancel: cancel, done: make(chan error, 1)}
+		a, err := host.StartAdmin(host.AdminOptions{Listen: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		if err := a.Register(p); err != nil {
+			t.Fatal(err)
+		}
+		in := &instance{p: p, cancel: cancel, done: make(chan error, 1), admin: "http://" + a.Addr()}
 		insts[i] = in
 		go func() {
 			start.Wait()
@@ -95,6 +104,19 @@ sinks: [{name: out, type: discard}]
 	time.Sleep(1500 * time.Millisecond) // the standby asks again, and stays
 	if s := standby.p.Stats().State; s != host.StateStandby || read(standby.p) != 0 {
 		t.Fatalf("the standby is %s and read %d records while the other instance runs", s, read(standby.p))
+	}
+	for _, m := range []struct {
+		in               *instance
+		running, standby float64
+	}{{active, 1, 0}, {standby, 0, 1}} {
+		_, body := httpGet(t, m.in.admin+"/metrics", "")
+		if r, s := metricValue(body, "weir_pipeline_running"), metricValue(body, "weir_pipeline_standby"); r != m.running || s != m.standby ||
+			!strings.Contains(body, "weir_pipeline_standby{") {
+			t.Errorf("metrics say running %v and standby %v, want %v and %v", r, s, m.running, m.standby)
+		}
+	}
+	if code, body := httpGet(t, standby.admin+"/readyz", ""); code != 503 || !strings.Contains(body, "is standby") {
+		t.Errorf("the standby's /readyz: %d %q, want 503 and that it is standby", code, body)
 	}
 	t.Logf("the instances raced at their first assignment: %v", strings.Contains(strings.Join(logs.lines(), "\n"), "giving way"))
 	active.cancel()

@@ -165,6 +165,7 @@ var (
 		[]string{"pipeline", "stage", "name"}, nil)
 	descDeadLetters = prometheus.NewDesc("weir_dead_letters_total", "Dead letters written.", []string{"pipeline"}, nil)
 	descRunning     = prometheus.NewDesc("weir_pipeline_running", "1 while the pipeline runs.", []string{"pipeline"}, nil)
+	descStandby     = prometheus.NewDesc("weir_pipeline_standby", "1 while the pipeline waits as a standby for another instance to leave its consumer group.", []string{"pipeline"}, nil)
 	descWatermark   = prometheus.NewDesc("weir_watermark_lag_seconds", "Wall clock minus the event-time watermark.", []string{"pipeline"}, nil)
 	descLag         = prometheus.NewDesc("weir_consumer_lag_records", "Kafka records not yet polled, over the pipeline's Kafka sources.", []string{"pipeline"}, nil)
 	descCheckpoints = prometheus.NewDesc("weir_checkpoints_total", "Checkpoints taken in this run.", []string{"pipeline"}, nil)
@@ -178,7 +179,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descWatermark, descLag, descCheckpoints, descPlugin, descReloads, descShadowRecords, descShadowDiverged} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descStandby, descWatermark, descLag, descCheckpoints, descPlugin, descReloads, descShadowRecords, descShadowDiverged} {
 		ch <- d
 	}
 	m.batchLatency.Describe(ch)
@@ -204,6 +205,11 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		running = 1
 	}
 	ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, running, name)
+	standby := 0.0
+	if st.State == StateStandby {
+		standby = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descStandby, prometheus.GaugeValue, standby, name)
 	if st.Watermark != nil {
 		lag := float64(time.Now().UnixMilli()-*st.Watermark) / 1000
 		ch <- prometheus.MustNewConstMetric(descWatermark, prometheus.GaugeValue, lag, name)
