@@ -58,6 +58,9 @@ func startStatusLine(w io.Writer, mode string, pipes []*host.Pipeline) func() {
 
 // statusText is one pipeline's part of the status line.
 func statusText(name string, st, prev host.Stats, secs float64) string {
+	if st.State == host.StateStandby {
+		return name + ": standby (another instance is active in the consumer group)"
+	}
 	in, out, dead := totals(st)
 	pin, pout, _ := totals(prev)
 	s := fmt.Sprintf("%s: in %s/s out %s/s", name, rate(in-pin, secs), rate(out-pout, secs))

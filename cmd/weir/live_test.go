@@ -25,6 +25,9 @@ func TestStatusText(t *testing.T) {
 	if got := statusText("q", host.Stats{}, host.Stats{}, 1); got != "q: in 0/s out 0/s" {
 		t.Errorf("idle status %q", got)
 	}
+	if got := statusText("s", host.Stats{State: host.StateStandby}, host.Stats{}, 1); !strings.HasPrefix(got, "s: standby") {
+		t.Errorf("standby status %q", got)
+	}
 	if isTerminal(&strings.Builder{}) {
 		t.Error("a strings.Builder is not a terminal")
 	}
