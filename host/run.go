@@ -18,6 +18,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/nexmark"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/state"
 )
 
 // StageCounts are the record counts of one stage of a finished run.
@@ -61,26 +62,60 @@ func (s Summary) LogValue() slog.Value {
 // instance is in a group, Run waits as a standby (StateStandby) and starts
 // once the group is empty, restoring the state from the changelog. If
 // another instance joined at the same moment, the run gives way before
-// reading anything and waits again.
+// reading anything and waits again. If the group rebalances during an
+// exactly-once run's transaction (another consumer joined it, or a topic
+// gained partitions), the transaction aborts; Run then rolls the state
+// store back to the last checkpoint and starts again from it, as a
+// restart would, without leaving the process.
 func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	if l := p.cfg.Engine.MemoryLimit; l > 0 {
 		debug.SetMemoryLimit(l) // process-wide, as GOMEMLIMIT
 	}
+	var total Summary
 	for {
 		sum, err := p.runOnce(ctx)
-		if !errors.Is(err, kafka.ErrNotSoleMember) || !sum.untouched() || ctx.Err() != nil {
-			return sum, err
-		}
-		p.opts.Logger.Warn("another instance joined the consumer group at the same time; giving way and waiting as a standby",
-			"pipeline", p.cfg.Name, "error", err)
-		// A random pause, so that two instances that gave way to each
-		// other do not ask again at the same moment.
-		select {
-		case <-time.After(time.Duration(rand.Int64N(int64(time.Second)))):
-		case <-ctx.Done():
-			return sum, nil
+		total.add(sum)
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return total, err
+		case errors.Is(err, kafka.ErrNotSoleMember) && sum.untouched():
+			p.opts.Logger.Warn("another instance joined the consumer group at the same time; giving way and waiting as a standby",
+				"pipeline", p.cfg.Name, "error", err)
+			// A random pause, so that two instances that gave way to
+			// each other do not ask again at the same moment.
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(time.Second)))):
+			case <-ctx.Done():
+				return total, nil
+			}
+		case errors.Is(err, kafka.ErrTxnAborted):
+			b, ok := p.opts.Store.(*state.Badger)
+			if !ok {
+				return total, err
+			}
+			if rerr := b.Rollback(); rerr != nil {
+				return total, fmt.Errorf("%w (and rolling the state back in process failed: %v)", err, rerr)
+			}
+			p.opts.Logger.Warn("the consumer group rebalanced during a transaction, which aborted; "+
+				"rolled the state back to the last checkpoint and starting again from it", "pipeline", p.cfg.Name)
+		default:
+			return total, err
 		}
 	}
+}
+
+// add adds the counts of another run of the same pipeline to s.
+func (s *Summary) add(o Summary) {
+	if len(s.Stages) == 0 {
+		s.Stages = append(s.Stages, o.Stages...)
+	} else if len(o.Stages) == len(s.Stages) {
+		for i, st := range o.Stages {
+			s.Stages[i].In += st.In
+			s.Stages[i].Out += st.Out
+			s.Stages[i].Dead += st.Dead
+		}
+	}
+	s.DeadLetter += o.DeadLetter
 }
 
 // untouched reports whether a run read nothing.

@@ -337,6 +337,33 @@ func (b *Badger) rollback(to Checkpoint) error {
 	return nil
 }
 
+// ErrNoCheckpoint is returned by Rollback when the store has no committed
+// checkpoint to go back to.
+var ErrNoCheckpoint = errors.New("state: no committed checkpoint")
+
+// Rollback discards everything applied since the last committed
+// checkpoint, a prepared one included, as reopening after a crash would:
+// the cache is emptied and every key written to badger since is restored
+// to its value then. It fails with ErrNoCheckpoint if no checkpoint was
+// ever committed. Nothing may be applied concurrently.
+func (b *Badger) Rollback() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	if !b.hasCommitted {
+		return ErrNoCheckpoint
+	}
+	clear(b.entries)
+	b.head, b.tail, b.used, b.dirty = nil, nil, 0, 0
+	b.writeSeq++
+	if err := b.rollback(b.committed); err != nil {
+		return fmt.Errorf("state: rolling back to the last checkpoint: %w", err)
+	}
+	return nil
+}
+
 // Committed returns the last committed checkpoint, as found on open or
 // written since. ok is false if the store has none.
 func (b *Badger) Committed() (cp Checkpoint, ok bool) {

@@ -296,3 +296,61 @@ func union(a, b map[string]string) map[string]bool {
 	}
 	return m
 }
+
+// TestBadgerRollback rolls back, without closing, what was applied after
+// the last checkpoint: in the cache, evicted to badger, flushed, or in a
+// prepared checkpoint. The store then goes on, and reopens as of its next
+// checkpoint.
+func TestBadgerRollback(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cache int64
+		after func(t *testing.T, b *Badger)
+	}{
+		{"cached", 1 << 20, func(t *testing.T, b *Badger) {}},
+		{"evictions", 2000, func(t *testing.T, b *Badger) {}},
+		{"no-cache", -1, func(t *testing.T, b *Badger) {}},
+		{"prepared", 2000, func(t *testing.T, b *Badger) {
+			if err := b.Prepare([]byte("never committed")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := rand.New(rand.NewPCG(3, 4))
+			b := openCheckpointed(t, dir, tc.cache)
+			if err := b.Rollback(); !errors.Is(err, ErrNoCheckpoint) {
+				t.Fatalf("Rollback before any checkpoint: %v, want ErrNoCheckpoint", err)
+			}
+			model := map[string]string{}
+			randomEpoch(t, r, b, model, 300, 200)
+			if err := b.Checkpoint([]byte("one")); err != nil {
+				t.Fatal(err)
+			}
+			want := clone(model)
+			for range 2 {
+				randomEpoch(t, r, b, model, 300, 200)
+				tc.after(t, b)
+				if err := b.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				sameState(t, snapshot(t, b), want)
+				if cp, ok := b.Committed(); !ok || string(cp.Meta) != "one" {
+					t.Fatalf("committed %q %v after the rollback", cp.Meta, ok)
+				}
+				model = clone(want)
+			}
+			randomEpoch(t, r, b, model, 300, 200)
+			if err := b.Checkpoint([]byte("two")); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b = openCheckpointed(t, dir, tc.cache)
+			defer b.Close()
+			sameState(t, snapshot(t, b), model)
+		})
+	}
+}

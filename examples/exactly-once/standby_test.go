@@ -1,6 +1,7 @@
 package exactlyonce_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
@@ -130,4 +133,58 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestRebalanceDuringTransaction lets a foreign consumer join the
+// pipeline's consumer group for two seconds while the pipeline runs under
+// a steady stream: the group rebalances during a transaction, which
+// aborts. The pipeline rolls its state back to the last checkpoint, waits
+// as a standby while the foreign member stays, and starts again from the
+// checkpoint, in the same process. A read_committed consumer must still
+// see every window once, with the right sums.
+func TestRebalanceDuringTransaction(t *testing.T) {
+	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	want, stopProducing := produce(t, b.Addrs())
+	defer stopProducing()
+	p := startWeir(t, dir, "weir", append(os.Environ(),
+		"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+		"WEIR_STATE_DIR="+filepath.Join(dir, "state"),
+	))
+	pollUntil(t, 30*time.Second, "a checkpoint", func() bool { return p.logged(`msg=checkpoint`) })
+
+	// The foreign member: it reads but never commits, so the pipeline
+	// resumes where its last transaction left the group's offsets.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup("sensor-sums"), kgo.ConsumeTopics("readings"),
+		kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	for ctx.Err() == nil {
+		cl.PollFetches(ctx)
+	}
+	cancel()
+	cl.Close() // leaves the group
+	pollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.logged("rolled the state back to the last checkpoint") })
+
+	got := consumeUntil(t, b.Addrs(), len(want), true, p.done)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-p.done; err != nil {
+		t.Errorf("the pipeline did not stop cleanly: %v", err)
+	}
+	if !p.logged("waiting as a standby") {
+		t.Error("the pipeline did not wait for the foreign member to leave")
+	}
+	if !p.logged("state: rolled back writes made after the last checkpoint") {
+		t.Error("the aborted transaction's state changes were not rolled back")
+	}
+	dup := checkResults(t, got, want, true)
+	t.Logf("%d results, %d windows, %d duplicates", len(got), len(want), dup)
 }
