@@ -109,7 +109,9 @@ type BadgerOptions struct {
 // Prepare then Commit, serves exactly-once runs, where the checkpoint also
 // commits a Kafka transaction: a prepared epoch left by a crash is kept or
 // rolled back by Resolve, once the caller knows whether the transaction
-// committed. A store that never saw a checkpoint is not rolled back.
+// committed. The first open with checkpoints commits the store as it
+// stands (empty, or as a run without checkpoints left it), so a crash
+// before the first checkpoint rolls back to that.
 //
 // A Badger is safe for concurrent use. Writes, cache hits and evictions are
 // serialized by one mutex; reads that miss the cache go to badger without it.
@@ -235,7 +237,8 @@ func OpenBadger(opts BadgerOptions) (*Badger, error) {
 
 // recover reads the checkpoint records and rolls back whatever was written
 // after the last committed checkpoint, unless a prepared checkpoint awaits
-// Resolve.
+// Resolve. A checkpointed store without a committed checkpoint commits one
+// with no metadata, as it stands.
 func (b *Badger) recover() error {
 	var err error
 	if b.committed, b.hasCommitted, err = b.readRecord(committedKey); err != nil {
@@ -250,6 +253,14 @@ func (b *Badger) recover() error {
 	}
 	b.hasPrepared = false
 	if !b.hasCommitted {
+		if b.checkpointed {
+			// The first checkpointed open: what the store holds now
+			// (nothing, or what a run without checkpoints left) is
+			// the checkpoint a crash before the first real one rolls
+			// back to, so that writes evicted to badger before it do
+			// not survive the crash.
+			return b.commitLocked(nil)
+		}
 		return nil
 	}
 	return b.rollback(b.committed)

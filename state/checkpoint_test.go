@@ -320,10 +320,13 @@ func TestBadgerRollback(t *testing.T) {
 			dir := t.TempDir()
 			r := rand.New(rand.NewPCG(3, 4))
 			b := openCheckpointed(t, dir, tc.cache)
-			if err := b.Rollback(); !errors.Is(err, ErrNoCheckpoint) {
-				t.Fatalf("Rollback before any checkpoint: %v, want ErrNoCheckpoint", err)
-			}
 			model := map[string]string{}
+			randomEpoch(t, r, b, model, 300, 200)
+			if err := b.Rollback(); err != nil {
+				t.Fatalf("Rollback before the first checkpoint: %v", err)
+			}
+			sameState(t, snapshot(t, b), map[string]string{}) // to the store as opened
+			model = map[string]string{}
 			randomEpoch(t, r, b, model, 300, 200)
 			if err := b.Checkpoint([]byte("one")); err != nil {
 				t.Fatal(err)
@@ -352,5 +355,36 @@ func TestBadgerRollback(t *testing.T) {
 			defer b.Close()
 			sameState(t, snapshot(t, b), model)
 		})
+	}
+}
+
+// TestBadgerCrashBeforeFirstCheckpoint: writes evicted to badger before a
+// checkpointed store's first checkpoint do not survive a crash; what the
+// store held when first opened with checkpoints (a run without them left
+// it) does.
+func TestBadgerCrashBeforeFirstCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	before := testBadgerOptions(dir, 2000) // a run without checkpoints
+	b, err := OpenBadger(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	kept := map[string]string{}
+	randomEpoch(t, r, b, kept, 100, 50)
+	if err := b.Close(); err != nil { // flushes: kept without checkpoints
+		t.Fatal(err)
+	}
+	b = openCheckpointed(t, dir, 2000)
+	lost := clone(kept)
+	randomEpoch(t, r, b, lost, 600, 400) // far beyond the cache: evictions reach badger
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = openCheckpointed(t, dir, 2000)
+	defer b.Close()
+	sameState(t, snapshot(t, b), kept)
+	if err := (&Badger{}).Rollback(); err == nil {
+		t.Error("Rollback of a store without a checkpoint succeeded")
 	}
 }
