@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +42,8 @@ type AdminOptions struct {
 //	GET  /api/plugins             each plugin operator's live version, JSON
 //	POST /api/plugins/reload      reload plugins (?pipeline=NAME&operator=NAME, both optional)
 //	POST /api/plugins/promote     promote an operator's shadow plugin (?pipeline=NAME&operator=NAME)
+//	GET  /api/state               an operator's state for one record key, read now, JSON
+//	                              (?operator=NAME&key=KEY or &key_hex=HEX; &pipeline=NAME with several)
 //
 // It is safe for concurrent use. Register pipelines before running them;
 // Close it after they end.
@@ -91,6 +94,7 @@ func StartAdmin(opts AdminOptions) (*Admin, error) {
 	mux.Handle("GET /api/plugins", a.auth(http.HandlerFunc(a.apiPlugins)))
 	mux.Handle("POST /api/plugins/reload", a.auth(http.HandlerFunc(a.apiReload)))
 	mux.Handle("POST /api/plugins/promote", a.auth(http.HandlerFunc(a.apiPromote)))
+	mux.Handle("GET /api/state", a.auth(http.HandlerFunc(a.apiState)))
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.done)
@@ -292,4 +296,49 @@ func (a *Admin) apiPromote(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, p.cfg.Name+": "+err.Error())
 	}
 	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such operator: " + strings.Join(errs, "; ")})
+}
+
+// apiState answers an interactive query: the state entries an operator
+// holds for one record key (Pipeline.QueryState), in the JSON form of weir
+// state inspect --json.
+func (a *Admin) apiState(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	pipeline, operator := q.Get("pipeline"), q.Get("operator")
+	if operator == "" || (q.Has("key") == q.Has("key_hex")) {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "name the operator and the record key: ?operator=NAME&key=KEY (or &key_hex=HEX)"})
+		return
+	}
+	key := []byte(q.Get("key"))
+	if q.Has("key_hex") {
+		var err error
+		if key, err = hex.DecodeString(q.Get("key_hex")); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "key_hex: " + err.Error()})
+			return
+		}
+	}
+	var errs []string
+	for _, p := range a.pipelines() {
+		if pipeline != "" && p.cfg.Name != pipeline {
+			continue
+		}
+		es, err := p.QueryState(operator, key)
+		if errors.Is(err, ErrNoSuchOperator) {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": p.cfg.Name + ": " + err.Error()})
+			return
+		}
+		out := make([]map[string]any, len(es))
+		for i := range es {
+			out[i] = es[i].Fields()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pipeline": p.cfg.Name, "operator": operator, "entries": out})
+		return
+	}
+	if len(errs) == 0 {
+		errs = append(errs, fmt.Sprintf("no pipeline named %q", pipeline))
+	}
+	writeJSON(w, http.StatusNotFound, map[string]string{"error": strings.Join(errs, "; ")})
 }

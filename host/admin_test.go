@@ -153,6 +153,35 @@ func TestAdminDuringRun(t *testing.T) {
 		}
 	}
 
+	// Interactive query: the counter's state of one key, as it is now.
+	// Its ValueState "count" is an int64, 8 bytes little-endian; the feed
+	// gave each of its 5 keys 20 records.
+	code, body = httpGet(t, base+"/api/state?operator=count&key=k3", "")
+	var st struct {
+		Pipeline, Operator string
+		Entries            []map[string]any
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || code != 200 || st.Pipeline != "reload" || len(st.Entries) != 1 {
+		t.Fatalf("api/state: %d %v\n%s", code, err, body)
+	}
+	if e := st.Entries[0]; e["kind"] != "value" || e["name"] != "count" || e["value_hex"] != "1400000000000000" {
+		t.Errorf("api/state entry %v, want the value \"count\" 20 (1400000000000000)", e)
+	}
+	for _, tc := range []struct {
+		query string
+		code  int
+	}{
+		{"operator=count&key=nobody", 200}, // no entries
+		{"operator=nope&key=k3", 404},
+		{"operator=count", 400},
+		{"operator=count&key_hex=zz", 400},
+		{"pipeline=other&operator=count&key=k3", 404},
+	} {
+		if code, body := httpGet(t, base+"/api/state?"+tc.query, ""); code != tc.code {
+			t.Errorf("api/state?%s: %d, want %d\n%s", tc.query, code, tc.code, body)
+		}
+	}
+
 	// Reload through the API: the same module is "unchanged", a missing
 	// operator is a 404.
 	resp, err := http.Post(base+"/api/plugins/reload?operator=count", "", nil)

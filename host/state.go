@@ -30,6 +30,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -317,9 +319,14 @@ type StateEntry struct {
 // Entries returns the state entries of recordKey in operator, in store
 // order.
 func (s *StateView) Entries(operator string, recordKey []byte) ([]StateEntry, error) {
-	typ := s.ops[operator]
+	return entries(s.view, s.ops[operator], operator, recordKey)
+}
+
+// entries reads the state entries of recordKey in operator, of type typ,
+// from sc.
+func entries(sc state.Scanner, typ config.OperatorType, operator string, recordKey []byte) ([]StateEntry, error) {
 	var out []StateEntry
-	err := s.view.Scan(state.Key(nil, operator, recordKey, nil), func(k, v []byte) error {
+	err := sc.Scan(state.Key(nil, operator, recordKey, nil), func(k, v []byte) error {
 		op, rk, uk, ok := splitStoreKey(k)
 		if !ok || op != operator || !bytes.Equal(rk, recordKey) {
 			return nil // a longer record key with the same prefix
@@ -415,6 +422,68 @@ func decodeEntry(typ config.OperatorType, rk, uk, v []byte) StateEntry {
 		e.NilKey = nilKey
 	}
 	return e
+}
+
+// Fields returns the entry as JSON fields, as weir state inspect --json
+// prints them: kind, and name, map_key (or map_key_hex), start, end,
+// records, row, user_key_hex and nil_key where they apply; value when the
+// value is JSON, value_hex otherwise.
+func (e *StateEntry) Fields() map[string]any {
+	m := map[string]any{"kind": e.Kind}
+	switch e.Kind {
+	case "value":
+		m["name"] = e.Name
+	case "map":
+		m["name"] = e.Name
+		if utf8.Valid(e.MapKey) {
+			m["map_key"] = string(e.MapKey)
+		} else {
+			m["map_key_hex"] = hex.EncodeToString(e.MapKey)
+		}
+	case "pane":
+		m["start"] = e.Start
+	case "session":
+		m["start"], m["end"] = e.Start, e.End
+	case "count":
+		m["start"], m["end"], m["records"] = e.Start, e.End, e.Records
+	case "rolling_row":
+		m["row"] = e.Row
+	case "raw":
+		m["user_key_hex"] = hex.EncodeToString(e.UserKey)
+	}
+	if e.NilKey {
+		m["nil_key"] = true
+	}
+	if utf8.Valid(e.Value) && json.Valid(e.Value) {
+		m["value"] = json.RawMessage(e.Value)
+	} else {
+		m["value_hex"] = hex.EncodeToString(e.Value)
+	}
+	return m
+}
+
+// ErrNoSuchOperator is returned by QueryState for an operator the pipeline
+// does not have.
+var ErrNoSuchOperator = errors.New("no such operator")
+
+// QueryState returns the state entries a running (or stopped) pipeline's
+// operator holds for recordKey, read from its state store now, as Kafka
+// Streams' interactive queries read a store. A plugin's state is current;
+// a window or rolling operator keeps its open state in memory and writes
+// it to the store at checkpoints (or when it spills, with
+// max_keys_in_memory), so the store shows it as of then. It is safe to
+// call while the pipeline runs.
+func (p *Pipeline) QueryState(operator string, recordKey []byte) ([]StateEntry, error) {
+	for i := range p.cfg.Operators {
+		if op := &p.cfg.Operators[i]; op.Name == operator {
+			sc, ok := p.opts.Store.(state.Scanner)
+			if !ok {
+				return nil, fmt.Errorf("the state store (%T) cannot be queried", p.opts.Store)
+			}
+			return entries(sc, op.Type, operator, recordKey)
+		}
+	}
+	return nil, fmt.Errorf("%w %q in pipeline %s", ErrNoSuchOperator, operator, p.cfg.Name)
 }
 
 // Describe returns the entry's user key for people: `value "count"`,

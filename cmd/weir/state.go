@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -330,38 +331,9 @@ func (o *inspectOut) keys(operator string, keys []host.KeyState) {
 func (o *inspectOut) entries(operator string, key []byte, entries []host.StateEntry) {
 	if o.json {
 		for i := range entries {
-			e := &entries[i]
-			m := keyFields(key)
-			m["operator"], m["kind"] = operator, e.Kind
-			switch e.Kind {
-			case "value":
-				m["name"] = e.Name
-			case "map":
-				m["name"] = e.Name
-				if utf8.Valid(e.MapKey) {
-					m["map_key"] = string(e.MapKey)
-				} else {
-					m["map_key_hex"] = hex.EncodeToString(e.MapKey)
-				}
-			case "pane":
-				m["start"] = e.Start
-			case "session":
-				m["start"], m["end"] = e.Start, e.End
-			case "count":
-				m["start"], m["end"], m["records"] = e.Start, e.End, e.Records
-			case "rolling_row":
-				m["row"] = e.Row
-			case "raw":
-				m["user_key_hex"] = hex.EncodeToString(e.UserKey)
-			}
-			if e.NilKey {
-				m["nil_key"] = true
-			}
-			if isJSON(e.Value) {
-				m["value"] = json.RawMessage(e.Value)
-			} else {
-				m["value_hex"] = hex.EncodeToString(e.Value)
-			}
+			m := entries[i].Fields()
+			maps.Copy(m, keyFields(key))
+			m["operator"] = operator
 			o.emit(m)
 		}
 		return
