@@ -1,0 +1,76 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/kafka"
+	"github.com/weir-stream/weir/state"
+)
+
+// BenchmarkChangelogRestore measures what a standby that kept no state
+// (a new machine) pays to take over: replaying a changelog of 1M keys,
+// written as 10 checkpoints of 100k, from the embedded broker into an
+// empty badger store, as setUpCheckpoints does. A warm standby replays only
+// what the active instance wrote since its last look, a second before.
+func BenchmarkChangelogRestore(b *testing.B) {
+	const keys, checkpoints = 1_000_000, 10
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	br, err := kafka.StartBroker(kafka.BrokerConfig{Topics: map[string]int32{"bench-changelog": 1}, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	cc := kafka.ClientConfig{Brokers: br.Addrs()}
+	cl, err := kafka.NewChangelog(cc, "bench-changelog", nil, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	value := []byte(`{"sum":12345.5,"count":42,"window_start":1700000000000}`)
+	per := keys / checkpoints
+	for c := range checkpoints {
+		each := func(yield func(key, value []byte, deleted bool) error) error {
+			for i := c * per; i < (c+1)*per; i++ {
+				if err := yield(state.Key(nil, "sums", fmt.Appendf(nil, "sensor-%07d", i), []byte{'p'}), value, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if _, err := cl.Write(ctx, each, []byte(`{"epoch":1}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cl.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		store, err := state.OpenBadger(state.BadgerOptions{Dir: b.TempDir(), Checkpointed: true, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &Pipeline{cfg: &config.Pipeline{Name: "bench"}, opts: Options{Store: store, Logger: quiet}}
+		ck := &checkpointer{p: p, cs: store}
+		b.StartTimer()
+		start := time.Now()
+		var meta storeMeta
+		res, err := ck.replay(ctx, cc, "bench-changelog", &meta)
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		b.StopTimer()
+		if res.Changes != keys || res.Meta == nil {
+			b.Fatalf("replayed %d changes (marker %v), want %d", res.Changes, res.Meta != nil, keys)
+		}
+		b.ReportMetric(took.Seconds(), "s/restore")
+		b.ReportMetric(float64(keys)/took.Seconds(), "keys/s")
+		store.Close()
+		b.StartTimer()
+	}
+}
