@@ -285,9 +285,15 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			ep.Steps = append(ep.Steps, tableJoinStep(op, tables[i]))
 			continue
 		}
+		if op.Type == config.OperatorJoin {
+			ep.Steps = append(ep.Steps, p.joinStep(op))
+			continue
+		}
 		if op.Type == config.OperatorKeyBy {
 			st.KeyBy = true
-			st.New = func(context.Context) (engine.Operator, error) { return engine.NewKeyBy(op.Name, op.KeyPath), nil }
+			st.New = func(context.Context) (engine.Operator, error) {
+				return engine.NewKeyBy(op.Name, op.KeyPath, op.SourceKeyPaths), nil
+			}
 		} else {
 			slot := p.slots[i]
 			st.KeyedState = slot.cur.Load().plug.UsesState()

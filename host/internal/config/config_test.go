@@ -344,7 +344,7 @@ sinks: [{name: out, type: stdout, format: text}]
 			`pipeline.yaml:3:38: engine.parallelism: must be between 1 and 1024, got 100000`,
 			`pipeline.yaml:5:36: sources[0] "s".format: invalid value "json_array" (want one of jsonl, lines)`,
 			`pipeline.yaml:6:56: sources[1] "f".format: invalid value "xml" (want one of auto, jsonl, json_array, lines)`,
-			`pipeline.yaml:8:21: operators[0] "d".type: invalid value "flatmap" (want one of key_by, map, flat_map, filter, window, rolling, lookup, table_join; did you mean "flat_map"?)`,
+			`pipeline.yaml:8:21: operators[0] "d".type: invalid value "flatmap" (want one of key_by, map, flat_map, filter, window, rolling, lookup, table_join, join; did you mean "flat_map"?)`,
 			`pipeline.yaml:9:75: operators[1] "m".memory_limit_pages: must be between 1 and 65536, got 70000`,
 			`pipeline.yaml:10:43: sinks[0] "out".format: invalid value "text" (want one of json, raw)`,
 		},

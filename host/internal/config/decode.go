@@ -530,6 +530,15 @@ func (o *object) float(name string) (float64, state) {
 
 // duration gets a non-negative Go duration ("20ms", "1.5s", or 0).
 func (o *object) duration(name string) (time.Duration, state) {
+	dur, st := o.signedDuration(name)
+	if st == good && dur < 0 {
+		return 0, o.fail(name, o.get(name, kString), "must not be negative, got %s", dur)
+	}
+	return dur, st
+}
+
+// signedDuration gets a duration field that may be negative.
+func (o *object) signedDuration(name string) (time.Duration, state) {
 	v := o.get(name, kString)
 	if v == nil {
 		return 0, absent
@@ -540,9 +549,6 @@ func (o *object) duration(name string) (time.Duration, state) {
 	dur, err := time.ParseDuration(v.Value)
 	if err != nil {
 		return 0, o.fail(name, v, "invalid duration %q (use Go syntax such as 20ms, 1.5s or 2m)", v.Value)
-	}
-	if dur < 0 {
-		return 0, o.fail(name, v, "must not be negative, got %s", v.Value)
 	}
 	return dur, good
 }

@@ -83,8 +83,9 @@
 //	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
-//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup | table_join
+//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup | table_join | join
 //	    field: id           # key_by: required dotted JSON path, a.b.c
+//	    fields: {persons: id}  # key_by: optional, per source name, another path for that source's records
 //	  - name: detect
 //	    type: flat_map
 //	    plugin: plugins/x   # map/flat_map/filter: required; a .wasm file or a folder of plugin source (Go, Rust, C, AssemblyScript)
@@ -127,6 +128,12 @@
 //	    field: customer_id  # optional dotted JSON path of the table key; default the record's key
 //	    into: customer      # required: the field that receives the table's value
 //	    join: inner         # inner (default: no value, the record is dropped) | left (no value: null)
+//	  - name: sellers
+//	    type: join          # stream-stream inner join by key (a key_by before it): each pair once, when its later record comes
+//	    left: auctions      # required: the source of the left side
+//	    right: persons      # required: another source, the right side; output {"auctions": left, "persons": right}
+//	    between: {lower: -10s, upper: 5s}  # optional interval join: left+lower <= right <= left+upper (event time);
+//	                        #   absent = regular join, every record kept in state
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database

@@ -34,7 +34,7 @@ var (
 		SourceNexmark:   nexmarkFields,
 	}
 	operatorFields = map[OperatorType][]string{
-		OperatorKeyBy:   {"name", "type", "field"},
+		OperatorKeyBy:   {"name", "type", "field", "fields"},
 		OperatorMap:     pluginFields,
 		OperatorFlatMap: pluginFields,
 		OperatorFilter:  pluginFields,
@@ -43,6 +43,7 @@ var (
 		OperatorLookup:  lookupFields,
 
 		OperatorTableJoin: tableJoinFields,
+		OperatorJoin:      joinFields,
 	}
 	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
 	sinkFields   = map[SinkType][]string{
@@ -73,7 +74,7 @@ var (
 	fileFormats     = []string{string(FormatAuto), string(FormatJSONL), string(FormatJSONArray), string(FormatLines)}
 	stdinFormats    = []string{string(FormatJSONL), string(FormatLines)}
 	kafkaFormats    = []string{string(KafkaFormatJSON), string(KafkaFormatRaw)}
-	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling), string(OperatorLookup), string(OperatorTableJoin)}
+	operatorTypes   = []string{string(OperatorKeyBy), string(OperatorMap), string(OperatorFlatMap), string(OperatorFilter), string(OperatorWindow), string(OperatorRolling), string(OperatorLookup), string(OperatorTableJoin), string(OperatorJoin)}
 	sinkTypes       = []string{string(SinkStdout), string(SinkFile), string(SinkDiscard), string(SinkKafka), string(SinkDatabase)}
 	sinkFormats     = []string{string(SinkFormatJSON), string(SinkFormatRaw)}
 	deadLetterTypes = []string{string(DeadLetterStderr), string(DeadLetterFile), string(DeadLetterKafka)}
@@ -157,6 +158,7 @@ func (d *decoder) pipeline(root *yaml.Node) *Pipeline {
 	}
 	d.crossCheck(p)
 	d.crossCheckCheckpoints(p)
+	d.crossCheckJoins(p)
 	return p
 }
 
@@ -454,6 +456,7 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		} else if st == good {
 			op.Field, op.KeyPath = f, segs
 		}
+		d.keyFields(o, &op)
 	case op.Type.IsPlugin():
 		op.BatchSize = engineBatch
 		op.MemoryLimitPages = DefaultMemoryLimitPages
@@ -505,6 +508,8 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		d.lookup(o, &op, engineBatch)
 	case op.Type == OperatorTableJoin:
 		d.tableJoin(o, &op)
+	case op.Type == OperatorJoin:
+		d.join(o, &op)
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true

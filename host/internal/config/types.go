@@ -101,6 +101,9 @@ const (
 	// OperatorTableJoin enriches records from a Kafka topic read as a table
 	// (a KStream-GlobalKTable join).
 	OperatorTableJoin OperatorType = "table_join"
+	// OperatorJoin pairs the records of two sources by key (an interval
+	// or regular stream-stream join).
+	OperatorJoin OperatorType = "join"
 )
 
 // IsPlugin reports whether operators of type t run a Wasm plugin.
@@ -394,6 +397,10 @@ type Operator struct {
 	// key_by
 	Field   string   // dotted JSON field path as written, e.g. "a.b.c"
 	KeyPath []string // Field split at the dots
+	// SourceKeyPaths overrides KeyPath for the records of some sources
+	// (key_by's fields: source name → field path), so that a join's sides
+	// are keyed by their own fields.
+	SourceKeyPaths map[string][]string
 
 	// map, flat_map, filter
 	Plugin     string     // absolute path of the plugin (.wasm file or Go source directory)
@@ -424,6 +431,9 @@ type Operator struct {
 
 	// table_join
 	TableJoin TableJoin
+
+	// join
+	Join Join
 }
 
 // Values of a plugin operator's state_ttl_time.

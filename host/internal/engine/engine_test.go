@@ -218,7 +218,7 @@ func step(op Operator) Step {
 }
 
 func keyByStep(name string, path []string) Step {
-	return Step{Name: name, KeyBy: true, New: func(context.Context) (Operator, error) { return NewKeyBy(name, path), nil }}
+	return Step{Name: name, KeyBy: true, New: func(context.Context) (Operator, error) { return NewKeyBy(name, path, nil), nil }}
 }
 
 // keyRecorder is a test operator that prefixes each value with its key.

@@ -15,15 +15,23 @@ import (
 // text. A record whose value is not a JSON object with that field goes to the
 // dead-letter output.
 type keyBy struct {
-	name    string
-	path    []string
-	field   string
-	scratch []byte
+	name     string
+	path     []string
+	field    string
+	bySource map[string][]string // per source, a path other than path
+	fields   map[string]string   // bySource's paths, dotted
+	scratch  []byte
 }
 
-// NewKeyBy returns the key_by operator for the dotted field path.
-func NewKeyBy(name string, path []string) Operator {
-	return &keyBy{name: name, path: path, field: strings.Join(path, ".")}
+// NewKeyBy returns the key_by operator for the dotted field path; the
+// records of the sources bySource names (it may be nil) are keyed by the
+// path it gives instead.
+func NewKeyBy(name string, path []string, bySource map[string][]string) Operator {
+	k := &keyBy{name: name, path: path, field: strings.Join(path, "."), bySource: bySource, fields: map[string]string{}}
+	for src, p := range bySource {
+		k.fields[src] = strings.Join(p, ".")
+	}
+	return k
 }
 
 func (k *keyBy) Name() string                { return k.name }
@@ -31,15 +39,19 @@ func (k *keyBy) Close(context.Context) error { return nil }
 func (k *keyBy) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
 	for i := range in {
 		rec := in[i]
-		v, err := wjson.Get(rec.Value, k.path...)
+		path, field := k.path, k.field
+		if p, ok := k.bySource[rec.Origin.Source]; ok {
+			path, field = p, k.fields[rec.Origin.Source]
+		}
+		v, err := wjson.Get(rec.Value, path...)
 		switch {
 		case err != nil:
 			out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: k.name,
-				Reason: "key_by " + k.field + ": value is not JSON: " + err.Error()})
+				Reason: "key_by " + field + ": value is not JSON: " + err.Error()})
 			continue
 		case !v.Exists():
 			out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: k.name,
-				Reason: "key_by " + k.field + ": field not found"})
+				Reason: "key_by " + field + ": field not found"})
 			continue
 		}
 		switch raw := v.Raw; {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/join"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/tablejoin"
 )
@@ -47,5 +48,22 @@ func tableJoinStep(op *config.Operator, t *kafka.Table) engine.Step {
 		Left: op.TableJoin.Join == config.JoinLeft}
 	return engine.Step{Name: op.Name, New: func(context.Context) (engine.Operator, error) {
 		return tablejoin.New(cfg), nil
+	}}
+}
+
+// joinStep returns the engine step of a join operator: one operator per
+// worker, each indexing the stored records of the keys it owns.
+func (p *Pipeline) joinStep(op *config.Operator) engine.Step {
+	j := &op.Join
+	cfg := join.Config{Name: op.Name, Left: j.Left, Right: j.Right, Bounded: j.Between,
+		Lower: j.Lower.Milliseconds(), Upper: j.Upper.Milliseconds(), Store: p.opts.Store}
+	return engine.Step{Name: op.Name, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
+		c := cfg
+		c.Owns = engine.KeyOwner(ctx)
+		o, err := join.New(c)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", op.Pos, op.Where, err)
+		}
+		return o, nil
 	}}
 }

@@ -1,0 +1,295 @@
+package join
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/state"
+)
+
+// Config configures a join. It is a plain value; New keeps a copy.
+type Config struct {
+	Name        string // the operator's name: its state's namespace
+	Left, Right string // the source names of the two sides; distinct
+	// Bounded sets the interval [Lower, Upper], in milliseconds of event
+	// time, of a right record's time relative to its left's.
+	Bounded      bool
+	Lower, Upper int64
+	Store        state.Store // must also be a state.Scanner
+	// Owns reports whether this instance owns a key (engine.KeyOwner);
+	// nil means every key, with one instance.
+	Owns func(key []byte) bool
+}
+
+// sides, as stored: the first byte of a user key.
+const (
+	sideLeft  = 'L'
+	sideRight = 'R'
+)
+
+// Operator is one instance of the join, used by one goroutine. It is an
+// engine.Operator and an engine.Watermarker.
+type Operator struct {
+	cfg     Config
+	scan    state.Scanner
+	what    string // `join "name"`, for messages
+	wm      int64
+	expiry  expiryHeap // stored records by the watermark that drops them
+	indexed bool       // expiry holds what the store holds
+	muts    []state.Mutation
+	buf     []byte
+}
+
+// New returns an instance of the join.
+func New(cfg Config) (*Operator, error) {
+	sc, ok := cfg.Store.(state.Scanner)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("join %q: the state store (%T) cannot scan", cfg.Name, cfg.Store)
+	case cfg.Left == "" || cfg.Right == "" || cfg.Left == cfg.Right:
+		return nil, fmt.Errorf("join %q: left and right must name two different sources", cfg.Name)
+	case cfg.Bounded && cfg.Lower > cfg.Upper:
+		return nil, fmt.Errorf("join %q: lower bound %d ms above upper bound %d ms", cfg.Name, cfg.Lower, cfg.Upper)
+	}
+	return &Operator{cfg: cfg, scan: sc, what: "join " + strconv.Quote(cfg.Name), wm: math.MinInt64}, nil
+}
+
+func (o *Operator) Name() string                { return o.cfg.Name }
+func (o *Operator) Close(context.Context) error { return nil }
+
+// Process stores each record and emits its pairs with the other side's
+// stored records of its key.
+func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+	if err := o.index(); err != nil {
+		return err
+	}
+	for i := range in {
+		rec := &in[i]
+		var side byte
+		switch rec.Origin.Source {
+		case o.cfg.Left:
+			side = sideLeft
+		case o.cfg.Right:
+			side = sideRight
+		default:
+			out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name,
+				Reason: o.what + ": the record comes from source " + strconv.Quote(rec.Origin.Source) + ", neither side of the join"})
+			continue
+		}
+		if !wjson.Valid(rec.Value) {
+			out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name, Reason: o.what + ": value is not JSON"})
+			continue
+		}
+		exp := o.expires(side, rec.Timestamp)
+		if o.cfg.Bounded && exp <= o.wm {
+			out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name, Reason: fmt.Sprintf(
+				"%s: late: no record it could match can still come (event time %d, watermark %d)", o.what, rec.Timestamp, o.wm)})
+			continue
+		}
+		if err := o.match(rec, side, out); err != nil {
+			return err
+		}
+		k := o.storeKey(rec.Key, side, rec)
+		o.muts = append(o.muts, state.Mutation{Key: k, Value: rec.Value})
+		if o.cfg.Bounded {
+			heap.Push(&o.expiry, expiring{at: exp, key: k})
+		}
+		// Apply now: a later record of this batch may match this one.
+		if err := o.flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// match emits the pairs of rec (on side) with the other side's stored
+// records of its key.
+func (o *Operator) match(rec *record.Record, side byte, out *wasm.Output) error {
+	other := byte(sideRight)
+	if side == sideRight {
+		other = sideLeft
+	}
+	prefix := state.Key(nil, o.cfg.Name, rec.Key, []byte{other})
+	return o.scan.Scan(prefix, func(k, v []byte) error {
+		t, ok := storedTime(k[len(prefix):])
+		if !ok {
+			return fmt.Errorf("%s: malformed state key %q", o.what, k)
+		}
+		l, r := rec.Timestamp, t
+		if side == sideRight {
+			l, r = t, rec.Timestamp
+		}
+		if o.cfg.Bounded && (r < l+o.cfg.Lower || r > l+o.cfg.Upper) {
+			return nil
+		}
+		lv, rv := v, rec.Value
+		if side == sideLeft {
+			lv, rv = rec.Value, v
+		}
+		o.buf = append(o.buf[:0], '{')
+		o.buf = wjson.AppendQuote(o.buf, o.cfg.Left)
+		o.buf = append(o.buf, ':')
+		o.buf = append(o.buf, lv...)
+		o.buf = append(o.buf, ',')
+		o.buf = wjson.AppendQuote(o.buf, o.cfg.Right)
+		o.buf = append(o.buf, ':')
+		o.buf = append(o.buf, rv...)
+		o.buf = append(o.buf, '}')
+		pair := *rec
+		pair.Value = out.Arena.Copy(o.buf)
+		pair.Timestamp = max(l, r)
+		pair.Headers = nil
+		out.Records = append(out.Records, pair)
+		return nil
+	})
+}
+
+// expires returns the watermark at which a record of side at event time t
+// can match nothing more, so that it is dropped: a left one once the
+// watermark reaches t+Upper, a right one once it reaches t-Lower.
+func (o *Operator) expires(side byte, t int64) int64 {
+	if !o.cfg.Bounded {
+		return math.MaxInt64
+	}
+	if side == sideLeft {
+		return satAdd(t, o.cfg.Upper)
+	}
+	return satAdd(t, -o.cfg.Lower)
+}
+
+// OnWatermark drops the stored records no later record can match.
+func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+	if wm <= o.wm {
+		return nil
+	}
+	o.wm = wm
+	if !o.cfg.Bounded {
+		return nil
+	}
+	if err := o.index(); err != nil {
+		return err
+	}
+	for o.expiry.Len() > 0 && o.expiry[0].at <= wm {
+		e := heap.Pop(&o.expiry).(expiring)
+		o.muts = append(o.muts, state.Mutation{Key: e.key, Delete: true})
+		if len(o.muts) >= 1024 {
+			if err := o.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return o.flush()
+}
+
+func (o *Operator) flush() error {
+	if len(o.muts) == 0 {
+		return nil
+	}
+	err := o.cfg.Store.Apply(o.muts)
+	clear(o.muts)
+	o.muts = o.muts[:0]
+	if err != nil {
+		return fmt.Errorf("%s: writing state: %w", o.what, err)
+	}
+	return nil
+}
+
+// index rebuilds the expiry index from the store once, when the instance
+// starts (after a restore, the store holds the records of earlier runs).
+func (o *Operator) index() error {
+	if o.indexed {
+		return nil
+	}
+	o.indexed = true
+	if !o.cfg.Bounded {
+		return nil
+	}
+	prefix := state.OperatorPrefix(nil, o.cfg.Name)
+	return o.scan.Scan(prefix, func(k, _ []byte) error {
+		rk, uk, ok := splitRest(k[len(prefix):])
+		if !ok || len(uk) == 0 {
+			return fmt.Errorf("%s: malformed state key %q", o.what, k)
+		}
+		if o.cfg.Owns != nil && !o.cfg.Owns(rk) {
+			return nil
+		}
+		t, ok := storedTime(uk[1:])
+		if !ok {
+			return fmt.Errorf("%s: malformed state key %q", o.what, k)
+		}
+		heap.Push(&o.expiry, expiring{at: o.expires(uk[0], t), key: append([]byte(nil), k...)})
+		return nil
+	})
+}
+
+// storeKey is the state key of rec on side: the side, its event time
+// (ordered) and its origin's partition and offset, which tell apart
+// records of one key at one time.
+func (o *Operator) storeKey(key []byte, side byte, rec *record.Record) []byte {
+	uk := make([]byte, 0, 21)
+	uk = append(uk, side)
+	uk = binary.BigEndian.AppendUint64(uk, uint64(rec.Timestamp)^(1<<63))
+	uk = binary.BigEndian.AppendUint32(uk, uint32(rec.Origin.Partition))
+	uk = binary.BigEndian.AppendUint64(uk, uint64(rec.Origin.Offset))
+	return state.Key(nil, o.cfg.Name, key, uk)
+}
+
+// storedTime reads the event time from a user key after its side byte.
+func storedTime(rest []byte) (int64, bool) {
+	if len(rest) != 20 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(rest) ^ (1 << 63)), true
+}
+
+// splitRest splits what follows an operator's prefix in a state key into
+// record key and user key.
+func splitRest(rest []byte) (rk, uk []byte, ok bool) {
+	n, m := binary.Uvarint(rest)
+	if m <= 0 || n > uint64(len(rest)-m) {
+		return nil, nil, false
+	}
+	return rest[m : m+int(n)], rest[m+int(n):], true
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
+// expiring is a stored record and the watermark that drops it.
+type expiring struct {
+	at  int64
+	key []byte
+}
+
+type expiryHeap []expiring
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiring)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+var (
+	_ engine.Operator    = (*Operator)(nil)
+	_ engine.Watermarker = (*Operator)(nil)
+)
