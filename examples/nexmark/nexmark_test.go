@@ -49,14 +49,20 @@ func tail(s string) string {
 	return s
 }
 
-// bids runs events.yaml, the whole event stream, and returns its bids.
-func bids(t *testing.T) []reference.Bid {
+// events runs events.yaml, the whole event stream, and returns its lines.
+func events(t *testing.T) string {
 	t.Helper()
 	lines := run(t, "events.yaml", "events")
 	if len(lines) != 20000 {
 		t.Fatalf("events.yaml wrote %d events, want 20000", len(lines))
 	}
-	b, err := reference.ReadBids(strings.NewReader(strings.Join(lines, "\n")))
+	return strings.Join(lines, "\n")
+}
+
+// bids returns the bids among the events.
+func bids(t *testing.T, events string) []reference.Bid {
+	t.Helper()
+	b, err := reference.ReadBids(strings.NewReader(events))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +91,8 @@ func atoi(t *testing.T, s string) int64 {
 // TestQueries runs every query through the weir binary and checks its
 // output against the brute-force reference over the same bids.
 func TestQueries(t *testing.T) {
-	all := bids(t)
+	stream := events(t)
+	all := bids(t, stream)
 
 	t.Run("q0", func(t *testing.T) {
 		if got, want := run(t, "q0.yaml", "bids"), reference.Q0(all); !slices.Equal(got, want) {
@@ -112,6 +119,30 @@ func TestQueries(t *testing.T) {
 			t.Errorf("q2: %d bids, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
 		}
 	})
+
+	for _, par := range []string{"1", "2"} {
+		t.Run("q3 parallelism "+par, func(t *testing.T) {
+			t.Setenv("WEIR_ENGINE_PARALLELISM", par)
+			t.Setenv("WEIR_SOURCES_PERSONS_COUNT", count)
+			t.Setenv("WEIR_SOURCES_PERSONS_FIRST_EVENT_RATE", rate)
+			ps, as, err := reference.ReadPeopleAndAuctions(strings.NewReader(stream))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := reference.Q3(ps, as)
+			var got []reference.Q3Row
+			for _, line := range run(t, "q3.yaml", "auctions") {
+				var r reference.Q3Row
+				decode(t, line, &r)
+				got = append(got, r)
+			}
+			slices.SortFunc(got, func(x, y reference.Q3Row) int { return cmp.Compare(x.ID, y.ID) })
+			if len(want) < 20 || !slices.Equal(got, want) {
+				t.Errorf("q3: %d rows, want %d\ngot  %v\nwant %v", len(got), len(want), got, want)
+			}
+			t.Logf("q3: %d rows", len(got))
+		})
+	}
 
 	for _, par := range []string{"1", "2"} {
 		t.Run("q5 parallelism "+par, func(t *testing.T) { t.Setenv("WEIR_ENGINE_PARALLELISM", par); checkQ5(t, all) })

@@ -8,6 +8,7 @@ package reference
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -203,4 +204,76 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// Person and Auction are the fields of those events that q3 reads.
+type Person struct {
+	ID    int64  `json:"id"`
+	Name  string `json:"name"`
+	City  string `json:"city"`
+	State string `json:"state"`
+}
+
+type Auction struct {
+	ID       int64 `json:"id"`
+	Seller   int64 `json:"seller"`
+	Category int64 `json:"category"`
+}
+
+// ReadPeopleAndAuctions reads the persons and auctions among JSON events,
+// one a line.
+func ReadPeopleAndAuctions(r io.Reader) ([]Person, []Auction, error) {
+	var ps []Person
+	var as []Auction
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := []byte(sc.Text())
+		var t struct{ Type string }
+		if err := json.Unmarshal(line, &t); err != nil {
+			continue // blank
+		}
+		switch t.Type {
+		case "person":
+			var p Person
+			if err := json.Unmarshal(line, &p); err != nil {
+				return nil, nil, err
+			}
+			ps = append(ps, p)
+		case "auction":
+			var a Auction
+			if err := json.Unmarshal(line, &a); err != nil {
+				return nil, nil, err
+			}
+			as = append(as, a)
+		}
+	}
+	return ps, as, sc.Err()
+}
+
+// Q3Row is a row of q3.
+type Q3Row struct {
+	Name  string `json:"name"`
+	City  string `json:"city"`
+	State string `json:"state"`
+	ID    int64  `json:"id"`
+}
+
+// Q3 is local item suggestion: each auction of category 10 with its
+// seller, when the seller lives in OR, ID or CA; sorted by auction id.
+func Q3(ps []Person, as []Auction) []Q3Row {
+	byID := map[int64]Person{}
+	for _, p := range ps {
+		if p.State == "OR" || p.State == "ID" || p.State == "CA" {
+			byID[p.ID] = p
+		}
+	}
+	var out []Q3Row
+	for _, a := range as {
+		if p, ok := byID[a.Seller]; ok && a.Category == 10 {
+			out = append(out, Q3Row{Name: p.Name, City: p.City, State: p.State, ID: a.ID})
+		}
+	}
+	slices.SortFunc(out, func(x, y Q3Row) int { return cmp.Compare(x.ID, y.ID) })
+	return out
 }
