@@ -161,13 +161,8 @@ func (d *decoder) databaseSink(o *object, s *Sink) {
 				d.errorf(e.key, path, "column %q is not a plain SQL name (letters, digits, _ and $)", name)
 				continue
 			}
-			f, v, ok := d.strItem(e.val, path)
+			f, segs, ok := d.fieldPathItem(e.val, path)
 			if !ok {
-				continue
-			}
-			segs, err := splitFieldPath(f)
-			if err != nil {
-				d.errorf(v, path, "invalid field path %q: %v", f, err)
 				continue
 			}
 			s.Columns = append(s.Columns, SinkColumn{Name: name, Field: f, Path: segs})

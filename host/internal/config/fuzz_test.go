@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -67,6 +68,7 @@ sinks:
   - {name: out, type: database, database: {driver: postgres, dsn: "postgres://u@h/t"}, table: s.t, columns: {c: c}}
 `), "")
 	f.Add([]byte("name: p\nsources: [{name: in, type: stdin}]\noperators: [{name: c, type: table_join, topic: customers, field: a.id, into: c, join: left}]\nsinks: [{name: out, type: stdout}]\n"), "")
+	f.Add([]byte("name: p\nsources: [{name: a, type: stdin}, {name: b, type: generator, fields: [{name: x, kind: sequence}]}]\noperators: [{name: k, type: key_by, field: x, fields: {a: y.z}}, {name: j, type: join, left: a, right: b, between: {lower: -1s, upper: 2s}}]\nsinks: [{name: out, type: stdout}]\n"), "")
 	f.Add([]byte("a: &a [*a]\n"), "")
 	f.Add([]byte("{name: p, <<: {x: 1}}"), "")
 	f.Add([]byte("name: p\nsources: [{name: g, type: generator, fields: [{name: x, kind: constant, value: !!binary aGk=}]}]\nsinks: [{name: out, type: stdout}]\n"), "")
@@ -173,6 +175,11 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			if len(op.KeyPath) == 0 || strings.Join(op.KeyPath, ".") != op.Field {
 				t.Errorf("key_by path %q %q", op.Field, op.KeyPath)
 			}
+			for src, path := range op.SourceKeyPaths {
+				if len(path) == 0 || !slices.ContainsFunc(p.Sources, func(s Source) bool { return s.Name == src }) {
+					t.Errorf("key_by fields: source %q path %q", src, path)
+				}
+			}
 		case op.Type.IsPlugin():
 			abs("plugin", op.Plugin)
 			if op.PluginKind != PluginWasm && op.PluginKind != PluginSource {
@@ -191,6 +198,11 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			if countPlaceholders(l.Query) != 1 || strings.Join(l.Path, ".") != l.Field || len(l.Path) == 0 ||
 				(l.Join != JoinInner && l.Join != JoinLeft) || l.CacheTTL < 0 || op.BatchSize < 1 {
 				t.Errorf("lookup %+v", l)
+			}
+		case op.Type == OperatorJoin:
+			j := op.Join
+			if j.Left == "" || j.Right == "" || j.Left == j.Right || (j.Between && j.Lower > j.Upper) {
+				t.Errorf("join %+v", j)
 			}
 		case op.Type == OperatorTableJoin:
 			tj := op.TableJoin

@@ -129,14 +129,8 @@ func (d *decoder) keyFields(o *object, op *Operator) {
 		return
 	}
 	for _, e := range fo.entries {
-		path := fo.path(e.key.Value)
-		f, v, ok := d.strItem(e.val, path)
+		_, segs, ok := d.fieldPathItem(e.val, fo.path(e.key.Value))
 		if !ok {
-			continue
-		}
-		segs, err := splitFieldPath(f)
-		if err != nil {
-			d.errorf(v, path, "invalid field path %q: %v", f, err)
 			continue
 		}
 		if op.SourceKeyPaths == nil {

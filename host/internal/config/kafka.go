@@ -418,6 +418,21 @@ func (o *object) oneOf(a string, ast state, b string, bst state) {
 	}
 }
 
+// fieldPathItem checks that n, at path, is a dotted JSON field path, and
+// returns it as written and split.
+func (d *decoder) fieldPathItem(n *yaml.Node, path string) (string, []string, bool) {
+	f, v, ok := d.strItem(n, path)
+	if !ok {
+		return "", nil, false
+	}
+	segs, err := splitFieldPath(f)
+	if err != nil {
+		d.errorf(v, path, "invalid field path %q: %v", f, err)
+		return "", nil, false
+	}
+	return f, segs, true
+}
+
 // strItem checks that list item n is a non-empty string.
 func (d *decoder) strItem(n *yaml.Node, path string) (string, *yaml.Node, bool) {
 	n = d.res(n)
