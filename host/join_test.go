@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -145,5 +146,42 @@ sinks: [{name: out, type: stdout}]
 				t.Fatalf("err = %v\nwant %q with file:line", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestJoinStateQuery reads a running join's stored records for one key
+// through QueryState, decoded by side and event time.
+func TestJoinStateQuery(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte(`{"k":"x","ts":1000}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.jsonl"), []byte(`{"k":"x","ts":2000}`+"\n"+`{"k":"y","ts":3000}`+"\n"), 0o644)
+	et := "event_time: {field: ts}"
+	path := writePipeline(t, fmt.Sprintf(`name: q
+sources: [{name: a, type: file, path: %s/a.jsonl, %s}, {name: b, type: file, path: %s/b.jsonl, %s}]
+operators: [{name: k, type: key_by, field: k}, {name: j, type: join, left: a, right: b}]
+sinks: [{name: out, type: discard}]
+`, dir, et, dir, et))
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	es, err := p.QueryState("j", []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, fmt.Sprintf("%s@%d", e.Kind, e.Start))
+	}
+	if strings.Join(got, " ") != "join_left@1000 join_right@2000" {
+		t.Errorf("join state of x: %v", got)
+	}
+	if _, err := p.QueryState("nope", []byte("x")); !errors.Is(err, host.ErrNoSuchOperator) {
+		t.Errorf("an unknown operator: %v", err)
 	}
 }

@@ -295,8 +295,9 @@ type StateEntry struct {
 	// ValueState or MapState entry, by the SDK slot convention of
 	// abi/ABI.md), "pane", "session", "count" or "window" (a window
 	// operator's pane, session, count window or operator entry), "rolling"
-	// or "rolling_row" (a rolling operator's header or history row), or
-	// "raw" when the user key follows none of these.
+	// or "rolling_row" (a rolling operator's header or history row),
+	// "join_left" or "join_right" (a record a join keeps), or "raw" when
+	// the user key follows none of these.
 	Kind string
 	// Name is a value or map state's name.
 	Name string
@@ -306,10 +307,11 @@ type StateEntry struct {
 	// key (stored under the empty record key).
 	NilKey bool
 	// Start and End are event times in ms: a pane's start (End is 0), a
-	// session's or count window's span [Start, End).
+	// session's or count window's span [Start, End), a join record's
+	// event time (Start).
 	Start, End int64
 	// Records is a count window's number of records; Row a rolling
-	// history row's index.
+	// history row's index, or a join record's offset in its source.
 	Records uint64
 	Row     int64
 	// Value is the entry's value as stored.
@@ -372,6 +374,15 @@ func decodeEntry(typ config.OperatorType, rk, uk, v []byte) StateEntry {
 				rest := uk[1+m:]
 				e.Kind, e.Name, e.MapKey = "map", string(rest[:n]), rest[n:]
 			}
+		}
+	case config.OperatorJoin:
+		// host/internal/join: side, event time, origin partition and offset.
+		if len(uk) == 21 && (uk[0] == 'L' || uk[0] == 'R') {
+			e.Kind, e.Start = "join_left", int64(binary.BigEndian.Uint64(uk[1:])^1<<63)
+			if uk[0] == 'R' {
+				e.Kind = "join_right"
+			}
+			e.Row = int64(binary.BigEndian.Uint64(uk[13:]))
 		}
 	case config.OperatorWindow:
 		tag := uk[0] &^ tagNilKey
@@ -448,6 +459,8 @@ func (e *StateEntry) Fields() map[string]any {
 		m["start"], m["end"], m["records"] = e.Start, e.End, e.Records
 	case "rolling_row":
 		m["row"] = e.Row
+	case "join_left", "join_right":
+		m["event_time"], m["offset"] = e.Start, e.Row
 	case "raw":
 		m["user_key_hex"] = hex.EncodeToString(e.UserKey)
 	}
@@ -507,6 +520,8 @@ func (e *StateEntry) Describe() string {
 		s = "rolling header"
 	case "rolling_row":
 		s = fmt.Sprintf("rolling row %d", e.Row)
+	case "join_left", "join_right":
+		s = fmt.Sprintf("%s record at %s (offset %d)", strings.TrimPrefix(e.Kind, "join_"), msTime(e.Start), e.Row)
 	default:
 		s = "raw " + quoteBytes(e.UserKey)
 	}
