@@ -21,7 +21,9 @@
 // the input: filter before the join, or keep its keys few.
 //
 // The state lives in the state store, so checkpoints, the changelog and
-// exactly-once delivery cover it. Each instance keeps an in-memory index
-// of its stored records' expiry times, rebuilt from the store when it
-// starts.
+// exactly-once delivery cover it. Each instance also keeps its keys'
+// stored records in memory, with an index of their expiry times, to match
+// without reading the store; it loads both from the store when it starts.
+// So a join's memory grows with the records it stores: bounded by the
+// interval with between, by the input without.
 package join

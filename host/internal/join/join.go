@@ -1,11 +1,13 @@
 package join
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
@@ -42,10 +44,29 @@ type Operator struct {
 	scan    state.Scanner
 	what    string // `join "name"`, for messages
 	wm      int64
-	expiry  expiryHeap // stored records by the watermark that drops them
-	indexed bool       // expiry holds what the store holds
+	keys    map[string]*sides // the stored records of the keys this instance owns
+	expiry  expiryHeap        // stored records by the watermark that drops them
+	indexed bool              // keys and expiry hold what the store holds
 	muts    []state.Mutation
 	buf     []byte
+}
+
+// sides are one key's stored records, each side in arrival order.
+type sides struct{ left, right []stored }
+
+// stored is a record the join keeps: its event time, its state key and its
+// value (copies).
+type stored struct {
+	ts         int64
+	key, value []byte
+}
+
+// list returns the stored records of side s.
+func (s *sides) list(side byte) *[]stored {
+	if side == sideLeft {
+		return &s.left
+	}
+	return &s.right
 }
 
 // New returns an instance of the join.
@@ -59,7 +80,7 @@ func New(cfg Config) (*Operator, error) {
 	case cfg.Bounded && cfg.Lower > cfg.Upper:
 		return nil, fmt.Errorf("join %q: lower bound %d ms above upper bound %d ms", cfg.Name, cfg.Lower, cfg.Upper)
 	}
-	return &Operator{cfg: cfg, scan: sc, what: "join " + strconv.Quote(cfg.Name), wm: math.MinInt64}, nil
+	return &Operator{cfg: cfg, scan: sc, what: "join " + strconv.Quote(cfg.Name), wm: math.MinInt64, keys: map[string]*sides{}}, nil
 }
 
 func (o *Operator) Name() string                { return o.cfg.Name }
@@ -94,45 +115,41 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 				"%s: late: no record it could match can still come (event time %d, watermark %d)", o.what, rec.Timestamp, o.wm)})
 			continue
 		}
-		if err := o.match(rec, side, out); err != nil {
-			return err
+		ks := o.keys[string(rec.Key)]
+		if ks == nil {
+			ks = &sides{}
+			o.keys[string(rec.Key)] = ks
 		}
-		k := o.storeKey(rec.Key, side, rec)
-		o.muts = append(o.muts, state.Mutation{Key: k, Value: rec.Value})
+		o.match(rec, side, ks, out)
+		st := stored{ts: rec.Timestamp, key: o.storeKey(rec.Key, side, rec), value: bytes.Clone(rec.Value)}
+		l := ks.list(side)
+		*l = append(*l, st)
+		o.muts = append(o.muts, state.Mutation{Key: st.key, Value: st.value})
 		if o.cfg.Bounded {
-			heap.Push(&o.expiry, expiring{at: exp, key: k})
-		}
-		// Apply now: a later record of this batch may match this one.
-		if err := o.flush(); err != nil {
-			return err
+			heap.Push(&o.expiry, expiring{at: exp, rkey: string(rec.Key), side: side, key: st.key})
 		}
 	}
-	return nil
+	return o.flush()
 }
 
 // match emits the pairs of rec (on side) with the other side's stored
-// records of its key.
-func (o *Operator) match(rec *record.Record, side byte, out *wasm.Output) error {
+// records of its key, ks.
+func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *wasm.Output) {
 	other := byte(sideRight)
 	if side == sideRight {
 		other = sideLeft
 	}
-	prefix := state.Key(nil, o.cfg.Name, rec.Key, []byte{other})
-	return o.scan.Scan(prefix, func(k, v []byte) error {
-		t, ok := storedTime(k[len(prefix):])
-		if !ok {
-			return fmt.Errorf("%s: malformed state key %q", o.what, k)
-		}
-		l, r := rec.Timestamp, t
+	for _, st := range *ks.list(other) {
+		l, r := rec.Timestamp, st.ts
 		if side == sideRight {
-			l, r = t, rec.Timestamp
+			l, r = st.ts, rec.Timestamp
 		}
 		if o.cfg.Bounded && (r < l+o.cfg.Lower || r > l+o.cfg.Upper) {
-			return nil
+			continue
 		}
-		lv, rv := v, rec.Value
+		lv, rv := st.value, rec.Value
 		if side == sideLeft {
-			lv, rv = rec.Value, v
+			lv, rv = rec.Value, st.value
 		}
 		o.buf = append(o.buf[:0], '{')
 		o.buf = wjson.AppendQuote(o.buf, o.cfg.Left)
@@ -148,8 +165,7 @@ func (o *Operator) match(rec *record.Record, side byte, out *wasm.Output) error 
 		pair.Timestamp = max(l, r)
 		pair.Headers = nil
 		out.Records = append(out.Records, pair)
-		return nil
-	})
+	}
 }
 
 // expires returns the watermark at which a record of side at event time t
@@ -179,6 +195,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) erro
 	}
 	for o.expiry.Len() > 0 && o.expiry[0].at <= wm {
 		e := heap.Pop(&o.expiry).(expiring)
+		o.forget(e)
 		o.muts = append(o.muts, state.Mutation{Key: e.key, Delete: true})
 		if len(o.muts) >= 1024 {
 			if err := o.flush(); err != nil {
@@ -187,6 +204,24 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) erro
 		}
 	}
 	return o.flush()
+}
+
+// forget removes an expired record from its key's side.
+func (o *Operator) forget(e expiring) {
+	ks := o.keys[e.rkey]
+	if ks == nil {
+		return
+	}
+	l := ks.list(e.side)
+	for i := range *l {
+		if bytes.Equal((*l)[i].key, e.key) {
+			*l = slices.Delete(*l, i, i+1)
+			break
+		}
+	}
+	if len(ks.left) == 0 && len(ks.right) == 0 {
+		delete(o.keys, e.rkey)
+	}
 }
 
 func (o *Operator) flush() error {
@@ -202,20 +237,18 @@ func (o *Operator) flush() error {
 	return nil
 }
 
-// index rebuilds the expiry index from the store once, when the instance
-// starts (after a restore, the store holds the records of earlier runs).
+// index loads the stored records of the keys this instance owns, and
+// their expiry, once, when the instance starts (after a restore, the store
+// holds the records of earlier runs).
 func (o *Operator) index() error {
 	if o.indexed {
 		return nil
 	}
 	o.indexed = true
-	if !o.cfg.Bounded {
-		return nil
-	}
 	prefix := state.OperatorPrefix(nil, o.cfg.Name)
-	return o.scan.Scan(prefix, func(k, _ []byte) error {
+	return o.scan.Scan(prefix, func(k, v []byte) error {
 		rk, uk, ok := splitRest(k[len(prefix):])
-		if !ok || len(uk) == 0 {
+		if !ok || len(uk) == 0 || (uk[0] != sideLeft && uk[0] != sideRight) {
 			return fmt.Errorf("%s: malformed state key %q", o.what, k)
 		}
 		if o.cfg.Owns != nil && !o.cfg.Owns(rk) {
@@ -225,7 +258,17 @@ func (o *Operator) index() error {
 		if !ok {
 			return fmt.Errorf("%s: malformed state key %q", o.what, k)
 		}
-		heap.Push(&o.expiry, expiring{at: o.expires(uk[0], t), key: append([]byte(nil), k...)})
+		ks := o.keys[string(rk)]
+		if ks == nil {
+			ks = &sides{}
+			o.keys[string(rk)] = ks
+		}
+		st := stored{ts: t, key: bytes.Clone(k), value: bytes.Clone(v)}
+		l := ks.list(uk[0])
+		*l = append(*l, st)
+		if o.cfg.Bounded {
+			heap.Push(&o.expiry, expiring{at: o.expires(uk[0], t), rkey: string(rk), side: uk[0], key: st.key})
+		}
 		return nil
 	})
 }
@@ -270,10 +313,13 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// expiring is a stored record and the watermark that drops it.
+// expiring is a stored record (its record key, side and state key) and the
+// watermark that drops it.
 type expiring struct {
-	at  int64
-	key []byte
+	at   int64
+	rkey string
+	side byte
+	key  []byte
 }
 
 type expiryHeap []expiring

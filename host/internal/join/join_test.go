@@ -16,8 +16,8 @@ func rec(source, key string, ts, offset int64, value string) record.Record {
 		Origin: record.Origin{Source: source, Partition: 0, Offset: offset}}
 }
 
-// stored counts the operator's entries in the store.
-func stored(t *testing.T, s state.Scanner) int {
+// storedEntries counts the operator's entries in the store.
+func storedEntries(t *testing.T, s state.Scanner) int {
 	t.Helper()
 	n := 0
 	if err := s.Scan(state.OperatorPrefix(nil, "j"), func(_, _ []byte) error { n++; return nil }); err != nil {
@@ -81,7 +81,7 @@ func TestIntervalJoin(t *testing.T) {
 		if (st.dead == "") != (len(out.Dead) == 0) || (st.dead != "" && !strings.Contains(out.Dead[0].Reason, st.dead)) {
 			t.Errorf("%s: dead letters %v, want one saying %q", st.name, out.Dead, st.dead)
 		}
-		if n := stored(t, store); n != st.left {
+		if n := storedEntries(t, store); n != st.left {
 			t.Errorf("%s: %d entries stored, want %d", st.name, n, st.left)
 		}
 	}
@@ -91,7 +91,7 @@ func TestIntervalJoin(t *testing.T) {
 	if err := o.OnWatermark(ctx, 130, &out); err != nil {
 		t.Fatal(err)
 	}
-	if n := stored(t, store); n != 0 {
+	if n := storedEntries(t, store); n != 0 {
 		t.Errorf("after a restart and watermark 130, %d entries stored, want 0", n)
 	}
 }
