@@ -19,7 +19,7 @@ import (
 // seller and the person's id, from two files with event time, and checks
 // the pairs against a brute-force join of the inputs: an interval join
 // (a person within 10 s before to 5 s after the auction), a regular join,
-// and the interval join on two workers. Records of a third source reach
+// the interval join on two workers, and a 10 s tumbling window join. Records of a third source reach
 // the join too and become dead letters.
 func TestJoin(t *testing.T) {
 	const t0 = int64(1_700_000_000_000)
@@ -65,6 +65,18 @@ func TestJoin(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	wantWindow := func(size int64) []string {
+		var out []string
+		for _, a := range auctions {
+			for _, p := range persons {
+				if a.Seller == p.ID && a.TS/size == p.TS/size {
+					out = append(out, a.ID+"-"+p.ID)
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
 	for _, tt := range []struct {
 		name        string
 		parallelism int
@@ -74,6 +86,7 @@ func TestJoin(t *testing.T) {
 		{"interval", 1, "between: {lower: -10s, upper: 5s}", want(-10_000, 5_000, true)},
 		{"regular", 1, "", want(0, 0, false)},
 		{"interval on two workers", 2, "between: {lower: -10s, upper: 5s}", want(-10_000, 5_000, true)},
+		{"tumbling window", 2, "window: 10s", wantWindow(10_000)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if len(tt.want) < 20 {
@@ -129,6 +142,7 @@ func TestJoinConfigErrors(t *testing.T) {
 		{"same source twice", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: a}]`, "a join needs two sources"},
 		{"bounds reversed", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, between: {lower: 5s, upper: -5s}}]`, "upper bound -5s is below the lower bound 5s"},
 		{"one bound", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, between: {lower: 5s}}]`, `missing required field "upper"`},
+		{"window and between", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, window: 10s, between: {lower: 0s, upper: 1s}}]`, "not both"},
 		{"key_by fields of no source", `[{name: k, type: key_by, field: x, fields: {z: y}}, {name: j, type: join, left: a, right: b}]`, `no source is named "z"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,6 +134,7 @@
 //	    right: persons      # required: another source, the right side; output {"auctions": left, "persons": right}
 //	    between: {lower: -10s, upper: 5s}  # optional interval join: left+lower <= right <= left+upper (event time);
 //	                        #   absent = regular join, every record kept in state
+//	    window: 10s         # or a tumbling window join: pairs whose event times share a window (not with between)
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database

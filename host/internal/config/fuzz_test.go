@@ -201,7 +201,7 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			}
 		case op.Type == OperatorJoin:
 			j := op.Join
-			if j.Left == "" || j.Right == "" || j.Left == j.Right || (j.Between && j.Lower > j.Upper) {
+			if j.Left == "" || j.Right == "" || j.Left == j.Right || (j.Between && j.Lower > j.Upper) || j.Window < 0 || (j.Window > 0 && j.Between) {
 				t.Errorf("join %+v", j)
 			}
 		case op.Type == OperatorTableJoin:

@@ -17,10 +17,14 @@ type Join struct {
 	// matches, and the state keeps every record.
 	Between      bool
 	Lower, Upper time.Duration
+	// Window, when not zero, makes a tumbling window join: a left and a
+	// right record match when their event times fall in the same window,
+	// as Flink's window join. It excludes Between.
+	Window time.Duration
 }
 
 var (
-	joinFields    = []string{"name", "type", "left", "right", "between"}
+	joinFields    = []string{"name", "type", "left", "right", "between", "window"}
 	betweenFields = []string{"lower", "upper"}
 )
 
@@ -40,6 +44,16 @@ func (d *decoder) join(o *object, op *Operator) {
 	}
 	if j.Left != "" && j.Left == j.Right {
 		o.fail("right", o.get("right", kString), "the right side is source %q, as the left: a join needs two sources", j.Right)
+	}
+	if v, st := o.duration("window"); st == good {
+		switch {
+		case v <= 0 || v%time.Millisecond != 0:
+			o.fail("window", o.get("window", kScalar), "must be a positive whole number of milliseconds, got %s", v)
+		case o.get("between", kNode) != nil:
+			o.fail("window", o.get("window", kScalar), "a join is a window join (window) or an interval join (between), not both")
+		default:
+			j.Window = v
+		}
 	}
 	n := o.get("between", kNode)
 	if n == nil || isNull(n) {

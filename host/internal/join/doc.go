@@ -17,8 +17,13 @@
 // watermark shows that no record it could still match can arrive, and a
 // record that arrives when it could match nothing more (its side's bound
 // is behind the watermark) is late: a dead letter, as Flink drops it.
-// Without a bound every pair of a key matches, and the state grows with
-// the input: filter before the join, or keep its keys few.
+// With a Window instead, a tumbling window join as Flink's: a left and a
+// right record match when their event times fall in the same window, and
+// each record is dropped when its window closes. Flink emits a window's
+// pairs when it closes; here each pair comes when its later record does,
+// the same pairs sooner. Without a bound every pair of a key matches, and
+// the state grows with the input: filter before the join, or keep its keys
+// few.
 //
 // The state lives in the state store, so checkpoints, the changelog and
 // exactly-once delivery cover it. Each instance also keeps its keys'

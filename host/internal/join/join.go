@@ -25,7 +25,12 @@ type Config struct {
 	// time, of a right record's time relative to its left's.
 	Bounded      bool
 	Lower, Upper int64
-	Store        state.Store // must also be a state.Scanner
+	// Window, when positive, makes it a tumbling window join instead: a
+	// left and a right record match when their event times fall in the
+	// same window [k·Window, (k+1)·Window), as Flink's window join; each
+	// record is dropped when its window closes. Bounded must be false.
+	Window int64
+	Store  state.Store // must also be a state.Scanner
 	// Owns reports whether this instance owns a key (engine.KeyOwner);
 	// nil means every key, with one instance.
 	Owns func(key []byte) bool
@@ -79,6 +84,8 @@ func New(cfg Config) (*Operator, error) {
 		return nil, fmt.Errorf("join %q: left and right must name two different sources", cfg.Name)
 	case cfg.Bounded && cfg.Lower > cfg.Upper:
 		return nil, fmt.Errorf("join %q: lower bound %d ms above upper bound %d ms", cfg.Name, cfg.Lower, cfg.Upper)
+	case cfg.Window < 0 || (cfg.Window > 0 && cfg.Bounded):
+		return nil, fmt.Errorf("join %q: a window join has a positive window and no interval", cfg.Name)
 	}
 	return &Operator{cfg: cfg, scan: sc, what: "join " + strconv.Quote(cfg.Name), wm: math.MinInt64, keys: map[string]*sides{}}, nil
 }
@@ -110,7 +117,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 			continue
 		}
 		exp := o.expires(side, rec.Timestamp)
-		if o.cfg.Bounded && exp <= o.wm {
+		if o.expiring() && exp <= o.wm {
 			out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name, Reason: fmt.Sprintf(
 				"%s: late: no record it could match can still come (event time %d, watermark %d)", o.what, rec.Timestamp, o.wm)})
 			continue
@@ -125,7 +132,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 		l := ks.list(side)
 		*l = append(*l, st)
 		o.muts = append(o.muts, state.Mutation{Key: st.key, Value: st.value})
-		if o.cfg.Bounded {
+		if o.expiring() {
 			heap.Push(&o.expiry, expiring{at: exp, rkey: string(rec.Key), side: side, key: st.key})
 		}
 	}
@@ -145,6 +152,9 @@ func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *wasm.Out
 			l, r = st.ts, rec.Timestamp
 		}
 		if o.cfg.Bounded && (r < l+o.cfg.Lower || r > l+o.cfg.Upper) {
+			continue
+		}
+		if o.cfg.Window > 0 && floorDiv(l, o.cfg.Window) != floorDiv(r, o.cfg.Window) {
 			continue
 		}
 		lv, rv := st.value, rec.Value
@@ -168,10 +178,19 @@ func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *wasm.Out
 	}
 }
 
+// expiring reports whether stored records expire: with an interval or a
+// window.
+func (o *Operator) expiring() bool { return o.cfg.Bounded || o.cfg.Window > 0 }
+
 // expires returns the watermark at which a record of side at event time t
-// can match nothing more, so that it is dropped: a left one once the
-// watermark reaches t+Upper, a right one once it reaches t-Lower.
+// can match nothing more, so that it is dropped: in a window join, once
+// the watermark reaches its window's last millisecond; in an interval
+// join, a left one once the watermark reaches t+Upper, a right one once it
+// reaches t-Lower.
 func (o *Operator) expires(side byte, t int64) int64 {
+	if o.cfg.Window > 0 {
+		return satAdd(floorDiv(t, o.cfg.Window)*o.cfg.Window, o.cfg.Window-1)
+	}
 	if !o.cfg.Bounded {
 		return math.MaxInt64
 	}
@@ -187,7 +206,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) erro
 		return nil
 	}
 	o.wm = wm
-	if !o.cfg.Bounded {
+	if !o.expiring() {
 		return nil
 	}
 	if err := o.index(); err != nil {
@@ -266,7 +285,7 @@ func (o *Operator) index() error {
 		st := stored{ts: t, key: bytes.Clone(k), value: bytes.Clone(v)}
 		l := ks.list(uk[0])
 		*l = append(*l, st)
-		if o.cfg.Bounded {
+		if o.expiring() {
 			heap.Push(&o.expiry, expiring{at: o.expires(uk[0], t), rkey: string(rk), side: uk[0], key: st.key})
 		}
 		return nil
@@ -301,6 +320,15 @@ func splitRest(rest []byte) (rk, uk []byte, ok bool) {
 		return nil, nil, false
 	}
 	return rest[m : m+int(n)], rest[m+int(n):], true
+}
+
+// floorDiv is a/b rounded down.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
 }
 
 func satAdd(a, b int64) int64 {

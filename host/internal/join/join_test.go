@@ -95,3 +95,39 @@ func TestIntervalJoin(t *testing.T) {
 		t.Errorf("after a restart and watermark 130, %d entries stored, want 0", n)
 	}
 }
+
+// TestWindowJoin: records pair only within one tumbling window, are
+// dropped when it closes, and one for a closed window is late.
+func TestWindowJoin(t *testing.T) {
+	ctx := context.Background()
+	store := state.NewMemory()
+	o, err := New(Config{Name: "j", Left: "a", Right: "p", Window: 10, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wasm.Output
+	// Windows [0,10) and [10,20): L@5 pairs with R@9, not with R@10.
+	if err := o.Process(ctx, []record.Record{rec("a", "k", 5, 1, `"L5"`), rec("p", "k", 9, 1, `"R9"`), rec("p", "k", 10, 2, `"R10"`)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Records) != 1 || string(out.Records[0].Value) != `{"a":"L5","p":"R9"}` || out.Records[0].Timestamp != 9 {
+		t.Fatalf("pairs %v", out.Records)
+	}
+	out.Reset()
+	if err := o.OnWatermark(ctx, 9, &out); err != nil { // [0,10) closes
+		t.Fatal(err)
+	}
+	if n := storedEntries(t, store); n != 1 {
+		t.Fatalf("%d stored after the first window closed, want R10 alone", n)
+	}
+	if err := o.Process(ctx, []record.Record{rec("a", "k", 3, 2, `"L3"`), rec("a", "k", 15, 3, `"L15"`)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Dead) != 1 || !strings.Contains(out.Dead[0].Reason, "late") || len(out.Records) != 1 ||
+		string(out.Records[0].Value) != `{"a":"L15","p":"R10"}` {
+		t.Fatalf("after the close: pairs %v, dead %v", out.Records, out.Dead)
+	}
+	if _, err := New(Config{Name: "j", Left: "a", Right: "p", Window: 10, Bounded: true, Store: store}); err == nil {
+		t.Error("a window join with an interval was accepted")
+	}
+}
