@@ -208,16 +208,18 @@ func floorDiv(a, b int64) int64 {
 
 // Person and Auction are the fields of those events that q3 reads.
 type Person struct {
-	ID    int64  `json:"id"`
-	Name  string `json:"name"`
-	City  string `json:"city"`
-	State string `json:"state"`
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	City     string `json:"city"`
+	State    string `json:"state"`
+	DateTime int64  `json:"dateTime"`
 }
 
 type Auction struct {
 	ID       int64 `json:"id"`
 	Seller   int64 `json:"seller"`
 	Category int64 `json:"category"`
+	DateTime int64 `json:"dateTime"`
 }
 
 // ReadPeopleAndAuctions reads the persons and auctions among JSON events,
@@ -275,5 +277,31 @@ func Q3(ps []Person, as []Auction) []Q3Row {
 		}
 	}
 	slices.SortFunc(out, func(x, y Q3Row) int { return cmp.Compare(x.ID, y.ID) })
+	return out
+}
+
+// Q8Row is a row of q8.
+type Q8Row struct {
+	ID    int64
+	Name  string
+	Start int64
+}
+
+// Q8 is monitor new users: each person who opened an auction in the same
+// tumbling window of size ms as they registered, with the window's start;
+// sorted by id.
+func Q8(ps []Person, as []Auction, size int64) []Q8Row {
+	sold := map[[2]int64]bool{} // seller, window start
+	for _, a := range as {
+		sold[[2]int64{a.Seller, floorDiv(a.DateTime, size) * size}] = true
+	}
+	var out []Q8Row
+	for _, p := range ps {
+		start := floorDiv(p.DateTime, size) * size
+		if sold[[2]int64{p.ID, start}] {
+			out = append(out, Q8Row{ID: p.ID, Name: p.Name, Start: start})
+		}
+	}
+	slices.SortFunc(out, func(x, y Q8Row) int { return cmp.Compare(x.ID, y.ID) })
 	return out
 }
