@@ -315,3 +315,18 @@ func checkQ1(t *testing.T, all []reference.Bid, got []string) {
 		}
 	}
 }
+
+// TestBench runs `weir bench` on a few thousand events: a row per query
+// and path, the join queries in process only.
+func TestBench(t *testing.T) {
+	res := weirtest.Run(t, "../..", "", "bench", "--events", "4000", "--queries", "q0,q3,q8")
+	if res.Code != 0 {
+		t.Fatalf("weir bench: exit %d\n%s", res.Code, tail(res.Stderr))
+	}
+	for _, want := range []string{"| q0 | in-process | 3680 |", "| q0 | kfake | 3680 |", "| q3 | in-process | 320 |",
+		"| q3 | kfake | — (joins", "| q8 | in-process | 320 |"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("no row %q in\n%s", want, res.Stdout)
+		}
+	}
+}
