@@ -120,42 +120,24 @@ func TestQueries(t *testing.T) {
 		}
 	})
 
+	ps, as, err := reference.ReadPeopleAndAuctions(strings.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, par := range []string{"1", "2"} {
 		t.Run("q3 parallelism "+par, func(t *testing.T) {
-			t.Setenv("WEIR_ENGINE_PARALLELISM", par)
-			t.Setenv("WEIR_SOURCES_PERSONS_COUNT", count)
-			t.Setenv("WEIR_SOURCES_PERSONS_FIRST_EVENT_RATE", rate)
-			ps, as, err := reference.ReadPeopleAndAuctions(strings.NewReader(stream))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := reference.Q3(ps, as)
 			var got []reference.Q3Row
-			for _, line := range run(t, "q3.yaml", "auctions") {
+			for _, line := range runJoin(t, "q3.yaml", par) {
 				var r reference.Q3Row
 				decode(t, line, &r)
 				got = append(got, r)
 			}
 			slices.SortFunc(got, func(x, y reference.Q3Row) int { return cmp.Compare(x.ID, y.ID) })
-			if len(want) < 20 || !slices.Equal(got, want) {
-				t.Errorf("q3: %d rows, want %d\ngot  %v\nwant %v", len(got), len(want), got, want)
-			}
-			t.Logf("q3: %d rows", len(got))
+			checkRows(t, "q3", got, reference.Q3(ps, as))
 		})
-	}
-
-	for _, par := range []string{"1", "2"} {
 		t.Run("q8 parallelism "+par, func(t *testing.T) {
-			t.Setenv("WEIR_ENGINE_PARALLELISM", par)
-			t.Setenv("WEIR_SOURCES_PERSONS_COUNT", count)
-			t.Setenv("WEIR_SOURCES_PERSONS_FIRST_EVENT_RATE", rate)
-			ps, as, err := reference.ReadPeopleAndAuctions(strings.NewReader(stream))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := reference.Q8(ps, as, 10_000)
 			var got []reference.Q8Row
-			for _, line := range run(t, "q8.yaml", "auctions") {
+			for _, line := range runJoin(t, "q8.yaml", par) {
 				var r struct {
 					ID    string `json:"id"`
 					Start int64  `json:"window_start"`
@@ -165,10 +147,7 @@ func TestQueries(t *testing.T) {
 				got = append(got, reference.Q8Row{ID: atoi(t, r.ID), Name: r.Name, Start: r.Start})
 			}
 			slices.SortFunc(got, func(x, y reference.Q8Row) int { return cmp.Compare(x.ID, y.ID) })
-			if len(want) < 20 || !slices.Equal(got, want) {
-				t.Errorf("q8: %d rows, want %d\ngot  %v\nwant %v", len(got), len(want), got, want)
-			}
-			t.Logf("q8: %d rows", len(got))
+			checkRows(t, "q8", got, reference.Q8(ps, as, 10_000))
 		})
 	}
 
@@ -329,4 +308,23 @@ func TestBench(t *testing.T) {
 			t.Errorf("no row %q in\n%s", want, res.Stdout)
 		}
 	}
+}
+
+// runJoin runs a join query of the persons and auctions sources with
+// parallelism par, and returns its output lines.
+func runJoin(t *testing.T, file, par string) []string {
+	t.Helper()
+	t.Setenv("WEIR_ENGINE_PARALLELISM", par)
+	t.Setenv("WEIR_SOURCES_PERSONS_COUNT", count)
+	t.Setenv("WEIR_SOURCES_PERSONS_FIRST_EVENT_RATE", rate)
+	return run(t, file, "auctions")
+}
+
+// checkRows requires got to equal want, which must not be tiny.
+func checkRows[R comparable](t *testing.T, query string, got, want []R) {
+	t.Helper()
+	if len(want) < 20 || !slices.Equal(got, want) {
+		t.Errorf("%s: %d rows, want %d\ngot  %v\nwant %v", query, len(got), len(want), got, want)
+	}
+	t.Logf("%s: %d rows", query, len(got))
 }
