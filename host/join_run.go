@@ -56,7 +56,7 @@ func tableJoinStep(op *config.Operator, t *kafka.Table) engine.Step {
 func (p *Pipeline) joinStep(op *config.Operator) engine.Step {
 	j := &op.Join
 	cfg := join.Config{Name: op.Name, Left: j.Left, Right: j.Right, Bounded: j.Between,
-		Lower: j.Lower.Milliseconds(), Upper: j.Upper.Milliseconds(), Window: j.Window.Milliseconds(), Store: p.opts.Store}
+		Lower: j.Lower.Milliseconds(), Upper: j.Upper.Milliseconds(), Window: j.Window.Milliseconds(), TTL: j.TTL.Milliseconds(), Store: p.opts.Store}
 	return engine.Step{Name: op.Name, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
 		c := cfg
 		c.Owns = engine.KeyOwner(ctx)

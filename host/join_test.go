@@ -142,6 +142,7 @@ func TestJoinConfigErrors(t *testing.T) {
 		{"same source twice", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: a}]`, "a join needs two sources"},
 		{"bounds reversed", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, between: {lower: 5s, upper: -5s}}]`, "upper bound -5s is below the lower bound 5s"},
 		{"one bound", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, between: {lower: 5s}}]`, `missing required field "upper"`},
+		{"ttl on an interval join", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, ttl: 1h, between: {lower: 0s, upper: 1s}}]`, "bounds a regular join"},
 		{"window and between", `[{name: k, type: key_by, field: x}, {name: j, type: join, left: a, right: b, window: 10s, between: {lower: 0s, upper: 1s}}]`, "not both"},
 		{"key_by fields of no source", `[{name: k, type: key_by, field: x, fields: {z: y}}, {name: j, type: join, left: a, right: b}]`, `no source is named "z"`},
 	} {

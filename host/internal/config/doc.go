@@ -135,6 +135,7 @@
 //	    between: {lower: -10s, upper: 5s}  # optional interval join: left+lower <= right <= left+upper (event time);
 //	                        #   absent = regular join, every record kept in state
 //	    window: 10s         # or a tumbling window join: pairs whose event times share a window (not with between)
+//	    ttl: 1h             # a regular join only: drop a record once the watermark passes its event time by this
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database

@@ -201,7 +201,7 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 			}
 		case op.Type == OperatorJoin:
 			j := op.Join
-			if j.Left == "" || j.Right == "" || j.Left == j.Right || (j.Between && j.Lower > j.Upper) || j.Window < 0 || (j.Window > 0 && j.Between) {
+			if j.Left == "" || j.Right == "" || j.Left == j.Right || (j.Between && j.Lower > j.Upper) || j.Window < 0 || (j.Window > 0 && j.Between) || j.TTL < 0 || (j.TTL > 0 && (j.Between || j.Window > 0)) {
 				t.Errorf("join %+v", j)
 			}
 		case op.Type == OperatorTableJoin:

@@ -21,10 +21,13 @@ type Join struct {
 	// right record match when their event times fall in the same window,
 	// as Flink's window join. It excludes Between.
 	Window time.Duration
+	// TTL bounds a regular join's state: a record is dropped once the
+	// watermark passes its event time by TTL. Not with Between or Window.
+	TTL time.Duration
 }
 
 var (
-	joinFields    = []string{"name", "type", "left", "right", "between", "window"}
+	joinFields    = []string{"name", "type", "left", "right", "between", "window", "ttl"}
 	betweenFields = []string{"lower", "upper"}
 )
 
@@ -53,6 +56,16 @@ func (d *decoder) join(o *object, op *Operator) {
 			o.fail("window", o.get("window", kScalar), "a join is a window join (window) or an interval join (between), not both")
 		default:
 			j.Window = v
+		}
+	}
+	if v, st := o.duration("ttl"); st == good {
+		switch {
+		case v <= 0 || v%time.Millisecond != 0:
+			o.fail("ttl", o.get("ttl", kScalar), "must be a positive whole number of milliseconds, got %s", v)
+		case o.get("between", kNode) != nil || o.get("window", kScalar) != nil:
+			o.fail("ttl", o.get("ttl", kScalar), "bounds a regular join; an interval or window join drops its records by itself")
+		default:
+			j.TTL = v
 		}
 	}
 	n := o.get("between", kNode)

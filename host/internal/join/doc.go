@@ -22,8 +22,9 @@
 // each record is dropped when its window closes. Flink emits a window's
 // pairs when it closes; here each pair comes when its later record does,
 // the same pairs sooner. Without a bound every pair of a key matches, and
-// the state grows with the input: filter before the join, or keep its keys
-// few.
+// the state grows with the input, unless a TTL drops each record once the
+// watermark passes its event time by that much (Flink bounds its regular
+// joins with state TTL the same way): filter before the join, or set a TTL.
 //
 // The state lives in the state store, so checkpoints, the changelog and
 // exactly-once delivery cover it. Each instance also keeps its keys'

@@ -30,7 +30,12 @@ type Config struct {
 	// same window [k·Window, (k+1)·Window), as Flink's window join; each
 	// record is dropped when its window closes. Bounded must be false.
 	Window int64
-	Store  state.Store // must also be a state.Scanner
+	// TTL, when positive, bounds a regular join's state (neither Bounded
+	// nor Window): a record is dropped once the watermark passes its event
+	// time by TTL, as Flink's state TTL bounds its regular joins, and pairs
+	// only with records that came while it was kept.
+	TTL   int64
+	Store state.Store // must also be a state.Scanner
 	// Owns reports whether this instance owns a key (engine.KeyOwner);
 	// nil means every key, with one instance.
 	Owns func(key []byte) bool
@@ -86,6 +91,8 @@ func New(cfg Config) (*Operator, error) {
 		return nil, fmt.Errorf("join %q: lower bound %d ms above upper bound %d ms", cfg.Name, cfg.Lower, cfg.Upper)
 	case cfg.Window < 0 || (cfg.Window > 0 && cfg.Bounded):
 		return nil, fmt.Errorf("join %q: a window join has a positive window and no interval", cfg.Name)
+	case cfg.TTL < 0 || (cfg.TTL > 0 && (cfg.Bounded || cfg.Window > 0)):
+		return nil, fmt.Errorf("join %q: a TTL bounds a regular join only", cfg.Name)
 	}
 	return &Operator{cfg: cfg, scan: sc, what: "join " + strconv.Quote(cfg.Name), wm: math.MinInt64, keys: map[string]*sides{}}, nil
 }
@@ -178,9 +185,9 @@ func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *wasm.Out
 	}
 }
 
-// expiring reports whether stored records expire: with an interval or a
-// window.
-func (o *Operator) expiring() bool { return o.cfg.Bounded || o.cfg.Window > 0 }
+// expiring reports whether stored records expire: with an interval, a
+// window or a TTL.
+func (o *Operator) expiring() bool { return o.cfg.Bounded || o.cfg.Window > 0 || o.cfg.TTL > 0 }
 
 // expires returns the watermark at which a record of side at event time t
 // can match nothing more, so that it is dropped: in a window join, once
@@ -190,6 +197,9 @@ func (o *Operator) expiring() bool { return o.cfg.Bounded || o.cfg.Window > 0 }
 func (o *Operator) expires(side byte, t int64) int64 {
 	if o.cfg.Window > 0 {
 		return satAdd(floorDiv(t, o.cfg.Window)*o.cfg.Window, o.cfg.Window-1)
+	}
+	if o.cfg.TTL > 0 {
+		return satAdd(t, o.cfg.TTL)
 	}
 	if !o.cfg.Bounded {
 		return math.MaxInt64

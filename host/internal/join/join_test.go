@@ -131,3 +131,34 @@ func TestWindowJoin(t *testing.T) {
 		t.Error("a window join with an interval was accepted")
 	}
 }
+
+// TestRegularJoinTTL: a regular join with a TTL pairs across any time
+// span, and drops each record once the watermark passes it by the TTL.
+func TestRegularJoinTTL(t *testing.T) {
+	ctx := context.Background()
+	store := state.NewMemory()
+	o, err := New(Config{Name: "j", Left: "a", Right: "p", TTL: 100, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out wasm.Output
+	if err := o.Process(ctx, []record.Record{rec("a", "k", 0, 1, `"L0"`), rec("p", "k", 90, 1, `"R90"`)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.OnWatermark(ctx, 100, &out); err != nil { // L0 (0+100) goes, R90 stays
+		t.Fatal(err)
+	}
+	if err := o.Process(ctx, []record.Record{rec("a", "k", 150, 2, `"L150"`), rec("a", "k", -5, 3, `"late"`)}, &out); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	for _, r := range out.Records {
+		pairs = append(pairs, string(r.Value))
+	}
+	if strings.Join(pairs, " ") != `{"a":"L0","p":"R90"} {"a":"L150","p":"R90"}` || len(out.Dead) != 1 {
+		t.Fatalf("pairs %v, dead %v", pairs, out.Dead)
+	}
+	if n := storedEntries(t, store); n != 2 {
+		t.Fatalf("%d stored, want R90 and L150", n)
+	}
+}
