@@ -111,6 +111,20 @@ func Valid(doc []byte) bool {
 	return err == nil
 }
 
+// IsObject reports whether the well-formed JSON document doc (validated
+// already, by Get or Parse) is an object: it looks only at its first byte
+// after whitespace.
+func IsObject(doc []byte) bool {
+	for _, c := range doc {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
+
 // Parse validates doc and returns its top-level value.
 func Parse(doc []byte) (Value, error) {
 	p := parser{buf: doc}

@@ -536,3 +536,16 @@ func TestZeroAllocs(t *testing.T) {
 		})
 	}
 }
+
+func TestIsObject(t *testing.T) {
+	for _, tt := range []struct {
+		doc  string
+		want bool
+	}{
+		{`{}`, true}, {" \t\r\n{\"a\":1}", true}, {`[1]`, false}, {`"{"`, false}, {` 1`, false}, {``, false}, {`   `, false},
+	} {
+		if got := IsObject([]byte(tt.doc)); got != tt.want {
+			t.Errorf("IsObject(%q) = %v, want %v", tt.doc, got, tt.want)
+		}
+	}
+}

@@ -280,7 +280,7 @@ func (l *lookup) keyOf(value []byte) (any, string) {
 	switch {
 	case err != nil:
 		return nil, "value is not JSON: " + err.Error()
-	case !isObject(value):
+	case !wjson.IsObject(value):
 		return nil, "value is not a JSON object"
 	case !v.Exists():
 		return nil, "field " + l.field + " not found"
@@ -292,18 +292,6 @@ func (l *lookup) keyOf(value []byte) (any, string) {
 		return nil, "field " + l.field + ": " + err.Error()
 	}
 	return p, ""
-}
-
-// isObject reports whether the well-formed JSON document doc is an object.
-func isObject(doc []byte) bool {
-	for _, c := range doc {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
 }
 
 // lookupConcurrency bounds the queries one operator instance has in flight

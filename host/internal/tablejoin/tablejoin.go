@@ -101,7 +101,7 @@ func (j *join) keyOf(rec *record.Record) (key []byte, ok bool, reason string) {
 	switch {
 	case err != nil:
 		return nil, false, "value is not JSON: " + err.Error()
-	case !isObject(rec.Value):
+	case !wjson.IsObject(rec.Value):
 		return nil, false, "value is not a JSON object"
 	case j.cfg.KeyPath == nil:
 		return rec.Key, rec.Key != nil, ""
@@ -116,15 +116,6 @@ func (j *join) keyOf(rec *record.Record) (key []byte, ok bool, reason string) {
 	}
 	j.key = v.AppendString(j.key[:0])
 	return j.key, true, ""
-}
-
-// isObject reports whether the well-formed JSON document doc is an object.
-func isObject(doc []byte) bool {
-	i := 0
-	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
-		i++
-	}
-	return i < len(doc) && doc[i] == '{'
 }
 
 // enrich appends to dst the object value with the field Into set to val, or
