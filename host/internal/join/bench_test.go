@@ -38,6 +38,7 @@ func BenchmarkIntervalJoin(b *testing.B) {
 			}
 			const batch, keys = 512, 1000
 			in := make([]record.Record, batch)
+			value := []byte(`{"v":1}`)
 			var out wasm.Output
 			ts, pairs, n := int64(0), 0, 0
 			b.ReportAllocs()
@@ -47,7 +48,7 @@ func BenchmarkIntervalJoin(b *testing.B) {
 					if ts%2 == 1 {
 						src = "p"
 					}
-					in[i] = record.Record{Key: fmt.Appendf(in[i].Key[:0], "k%d", (ts/2)%keys), Value: []byte(`{"v":1}`), Timestamp: ts,
+					in[i] = record.Record{Key: fmt.Appendf(in[i].Key[:0], "k%d", (ts/2)%keys), Value: value, Timestamp: ts,
 						Origin: record.Origin{Source: src, Offset: ts}}
 					ts++
 				}

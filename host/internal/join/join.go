@@ -2,7 +2,6 @@ package join
 
 import (
 	"bytes"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -61,8 +60,12 @@ type Operator struct {
 	buf     []byte
 }
 
-// sides are one key's stored records, each side in arrival order.
-type sides struct{ left, right []stored }
+// sides are one key's stored records, each side in arrival order, and the
+// key as the map holds it.
+type sides struct {
+	key         string
+	left, right []stored
+}
 
 // stored is a record the join keeps: its event time, its state key and its
 // value (copies).
@@ -129,18 +132,14 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 				"%s: late: no record it could match can still come (event time %d, watermark %d)", o.what, rec.Timestamp, o.wm)})
 			continue
 		}
-		ks := o.keys[string(rec.Key)]
-		if ks == nil {
-			ks = &sides{}
-			o.keys[string(rec.Key)] = ks
-		}
+		ks := o.sidesOf(rec.Key)
 		o.match(rec, side, ks, out)
 		st := stored{ts: rec.Timestamp, key: o.storeKey(rec.Key, side, rec), value: bytes.Clone(rec.Value)}
 		l := ks.list(side)
 		*l = append(*l, st)
 		o.muts = append(o.muts, state.Mutation{Key: st.key, Value: st.value})
 		if o.expiring() {
-			heap.Push(&o.expiry, expiring{at: exp, rkey: string(rec.Key), side: side, key: st.key})
+			o.expiry.push(expiring{at: exp, ks: ks, side: side, key: st.key})
 		}
 	}
 	return o.flush()
@@ -223,7 +222,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) erro
 		return err
 	}
 	for o.expiry.Len() > 0 && o.expiry[0].at <= wm {
-		e := heap.Pop(&o.expiry).(expiring)
+		e := o.expiry.pop()
 		o.forget(e)
 		o.muts = append(o.muts, state.Mutation{Key: e.key, Delete: true})
 		if len(o.muts) >= 1024 {
@@ -235,12 +234,20 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) erro
 	return o.flush()
 }
 
-// forget removes an expired record from its key's side.
-func (o *Operator) forget(e expiring) {
-	ks := o.keys[e.rkey]
+// sidesOf returns the stored records of key, making them if it has none.
+func (o *Operator) sidesOf(key []byte) *sides {
+	ks := o.keys[string(key)]
 	if ks == nil {
-		return
+		ks = &sides{key: string(key)}
+		o.keys[ks.key] = ks
 	}
+	return ks
+}
+
+// forget removes an expired record from its key's side, and the key when
+// it has no records left.
+func (o *Operator) forget(e expiring) {
+	ks := e.ks
 	l := ks.list(e.side)
 	for i := range *l {
 		if bytes.Equal((*l)[i].key, e.key) {
@@ -248,8 +255,8 @@ func (o *Operator) forget(e expiring) {
 			break
 		}
 	}
-	if len(ks.left) == 0 && len(ks.right) == 0 {
-		delete(o.keys, e.rkey)
+	if len(ks.left) == 0 && len(ks.right) == 0 && o.keys[ks.key] == ks {
+		delete(o.keys, ks.key)
 	}
 }
 
@@ -287,16 +294,12 @@ func (o *Operator) index() error {
 		if !ok {
 			return fmt.Errorf("%s: malformed state key %q", o.what, k)
 		}
-		ks := o.keys[string(rk)]
-		if ks == nil {
-			ks = &sides{}
-			o.keys[string(rk)] = ks
-		}
+		ks := o.sidesOf(rk)
 		st := stored{ts: t, key: bytes.Clone(k), value: bytes.Clone(v)}
 		l := ks.list(uk[0])
 		*l = append(*l, st)
 		if o.expiring() {
-			heap.Push(&o.expiry, expiring{at: o.expires(uk[0], t), rkey: string(rk), side: uk[0], key: st.key})
+			o.expiry.push(expiring{at: o.expires(uk[0], t), ks: ks, side: uk[0], key: st.key})
 		}
 		return nil
 	})
@@ -306,17 +309,20 @@ func (o *Operator) index() error {
 // (ordered) and its origin's partition and offset, which tell apart
 // records of one key at one time.
 func (o *Operator) storeKey(key []byte, side byte, rec *record.Record) []byte {
-	uk := make([]byte, 0, 21)
-	uk = append(uk, side)
-	uk = binary.BigEndian.AppendUint64(uk, uint64(rec.Timestamp)^(1<<63))
-	uk = binary.BigEndian.AppendUint32(uk, uint32(rec.Origin.Partition))
-	uk = binary.BigEndian.AppendUint64(uk, uint64(rec.Origin.Offset))
-	return state.Key(nil, o.cfg.Name, key, uk)
+	k := state.Key(make([]byte, 0, len(o.cfg.Name)+len(key)+2*binary.MaxVarintLen16+userKeyLen), o.cfg.Name, key, nil)
+	k = append(k, side)
+	k = binary.BigEndian.AppendUint64(k, uint64(rec.Timestamp)^(1<<63))
+	k = binary.BigEndian.AppendUint32(k, uint32(rec.Origin.Partition))
+	return binary.BigEndian.AppendUint64(k, uint64(rec.Origin.Offset))
 }
+
+// userKeyLen is the length of a stored record's user key: side, event
+// time, partition, offset.
+const userKeyLen = 1 + 8 + 4 + 8
 
 // storedTime reads the event time from a user key after its side byte.
 func storedTime(rest []byte) (int64, bool) {
-	if len(rest) != 20 {
+	if len(rest) != userKeyLen-1 {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(rest) ^ (1 << 63)), true
@@ -351,26 +357,57 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// expiring is a stored record (its record key, side and state key) and the
-// watermark that drops it.
+// expiring is a stored record (its key's records, side and state key)
+// and the watermark that drops it.
 type expiring struct {
 	at   int64
-	rkey string
+	ks   *sides
 	side byte
 	key  []byte
 }
 
+// expiryHeap is a min-heap of expiring records by at, typed so that a push
+// does not box its element.
 type expiryHeap []expiring
 
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiring)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+func (h expiryHeap) Len() int { return len(h) }
+
+func (h *expiryHeap) push(e expiring) {
+	*h = append(*h, e)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if q[p].at <= q[i].at {
+			break
+		}
+		q[p], q[i] = q[i], q[p]
+		i = p
+	}
+}
+
+func (h *expiryHeap) pop() expiring {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q[n] = expiring{}
+	q = q[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && q[c+1].at < q[c].at {
+			c++
+		}
+		if q[i].at <= q[c].at {
+			break
+		}
+		q[i], q[c] = q[c], q[i]
+		i = c
+	}
+	*h = q
+	return top
 }
 
 var (
