@@ -540,19 +540,7 @@ sinks: [{name: out, type: stdout}]
 	if err := os.WriteFile(plugin, identity, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	p, err := host.Load(ctx, pipeline, host.Options{Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close(ctx)
-	if _, err := p.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(plugin, counter, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err = p.ReloadPlugins(ctx, "count")
+	err := reloadAfterRun(t, pipeline, plugin, counter, host.Options{Stdout: io.Discard})
 	if err == nil || !strings.Contains(err.Error(), "uses keyed state") || !strings.Contains(err.Error(), "put a key_by before it") {
 		t.Fatalf("reloading a stateful version into an unkeyed operator: %v", err)
 	}
@@ -580,8 +568,19 @@ operators:
   - {name: count, type: map, plugin: "`+plugin+`"}
 sinks: [{name: out, type: discard}]
 `)
+	err = reloadAfterRun(t, pipeline, plugin, counter, host.Options{Broker: b})
+	if err == nil || !strings.Contains(err.Error(), "the pipeline started without any") {
+		t.Fatalf("reloading a stateful version into a stateless Kafka run: %v", err)
+	}
+}
+
+// reloadAfterRun runs the pipeline at path to its end, puts module in
+// place of its operator "count"'s plugin file, and returns what reloading
+// it says.
+func reloadAfterRun(t *testing.T, path, plugin string, module []byte, opts host.Options) error {
+	t.Helper()
 	ctx := context.Background()
-	p, err := host.Load(ctx, pipeline, host.Options{Broker: b})
+	p, err := host.Load(ctx, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -589,11 +588,8 @@ sinks: [{name: out, type: discard}]
 	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(plugin, counter, 0o644); err != nil {
+	if err := os.WriteFile(plugin, module, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err = p.ReloadPlugins(ctx, "count")
-	if err == nil || !strings.Contains(err.Error(), "the pipeline started without any") {
-		t.Fatalf("reloading a stateful version into a stateless Kafka run: %v", err)
-	}
+	return p.ReloadPlugins(ctx, "count")
 }
