@@ -601,32 +601,29 @@ static uint64_t end_frame(void) {
     return pack(frame.data, frame.len);
 }
 
-uint64_t weir__run_map(uint32_t ptr, uint32_t len, weir_map_fn fn) {
+/* run_each calls fn on every record of a batch in mode (map or flat_map:
+ * the same calling convention), finishing each record's output. Inlined
+ * into each entry point. */
+static inline uint64_t run_each(uint32_t ptr, uint32_t len, int mode, weir_map_fn fn) {
     reader rd = reader_at(ptr, len);
     uint32_t n = begin_frame(&rd);
     weir_record r;
     weir_out *o = &the_out;
     for (uint32_t i = 0; i < n; i++) {
         read_record(&rd, &r, i);
-        out_reset(o, MODE_MAP, &r);
+        out_reset(o, mode, &r);
         fn(&r, o);
         finish(o);
     }
     return end_frame();
 }
 
+uint64_t weir__run_map(uint32_t ptr, uint32_t len, weir_map_fn fn) {
+    return run_each(ptr, len, MODE_MAP, fn);
+}
+
 uint64_t weir__run_flat_map(uint32_t ptr, uint32_t len, weir_flat_map_fn fn) {
-    reader rd = reader_at(ptr, len);
-    uint32_t n = begin_frame(&rd);
-    weir_record r;
-    weir_out *o = &the_out;
-    for (uint32_t i = 0; i < n; i++) {
-        read_record(&rd, &r, i);
-        out_reset(o, MODE_FLAT_MAP, &r);
-        fn(&r, o);
-        finish(o);
-    }
-    return end_frame();
+    return run_each(ptr, len, MODE_FLAT_MAP, fn);
 }
 
 uint64_t weir__run_filter(uint32_t ptr, uint32_t len, weir_filter_fn fn) {
