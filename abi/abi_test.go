@@ -3,6 +3,7 @@ package abi
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -256,4 +257,43 @@ func FuzzOutputDecode(f *testing.F) {
 			e.Headers.Each(func(_, _ []byte) {})
 		}
 	})
+}
+
+func TestOpSet(t *testing.T) {
+	every := []Op{OpMap, OpFlatMap, OpFilter, OpAggregate}
+	tests := []struct {
+		name string
+		set  OpSet
+		ops  []Op
+		str  string
+	}{
+		{name: "empty", set: 0, str: "none"},
+		{name: "map", set: 1, ops: []Op{OpMap}, str: "map"},
+		{name: "flat_map", set: 2, ops: []Op{OpFlatMap}, str: "flat_map"},
+		{name: "filter", set: 4, ops: []Op{OpFilter}, str: "filter"},
+		{name: "aggregate", set: 8, ops: []Op{OpAggregate}, str: "aggregate"},
+		{name: "every operation", set: 15, ops: every, str: "map,flat_map,filter,aggregate"},
+		{name: "reserved bits ignored", set: 0xfffffff5, ops: []Op{OpMap, OpFilter}, str: "map,filter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.set.Ops(); !slices.Equal(got, tt.ops) {
+				t.Errorf("Ops() = %v, want %v", got, tt.ops)
+			}
+			if got := tt.set.String(); got != tt.str {
+				t.Errorf("String() = %q, want %q", got, tt.str)
+			}
+			if got := OpSetOf(tt.ops...); got != tt.set&15 {
+				t.Errorf("OpSetOf(%v) = %d, want %d", tt.ops, got, tt.set&15)
+			}
+			for _, op := range every {
+				if tt.set.Has(op) != slices.Contains(tt.ops, op) {
+					t.Errorf("Has(%v) = %v", op, tt.set.Has(op))
+				}
+			}
+		})
+	}
+	if Op(0).Bit() != 0 || Op(9).Bit() != 0 || OpSet(0xff).Has(Op(9)) {
+		t.Error("an unknown Op has a bit")
+	}
 }

@@ -9,8 +9,9 @@
 //
 // The package has three parts:
 //
-//   - names.go: the versioned export and import names, entry kinds and
-//     status codes.
+//   - names.go: the versioned export and import names, the operations
+//     (Op) and the OpSet a module reports through ExportOps, and status
+//     codes.
 //   - batch.go and output.go: the byte framing of a batch (host to guest)
 //     and of a call's output (guest to host), with an encoder and a
 //     non-allocating decoder for each. Decoders never panic on malformed

@@ -16,7 +16,8 @@ const VersionExportPrefix = "weir_abi_v"
 // Exports a guest module provides. ExportVersion and ExportAlloc and
 // ExportInit are required of every module; an operator additionally requires
 // the export for its kind (ExportMap, ExportFlatMap or ExportFilter, or all
-// four AggregateExports for an aggregate operator). ExportGC is optional.
+// four AggregateExports for an aggregate operator). ExportGC and ExportOps
+// are optional.
 const (
 	// ExportVersion is the version marker: () -> ().
 	ExportVersion = "weir_abi_v1"
@@ -40,6 +41,14 @@ const (
 	// runtime needs a scheduling point to collect garbage (Go's wasip1 port)
 	// use it.
 	ExportGC = "weir_gc"
+	// ExportOps is optional: () -> (i32), the OpSet of the operations the
+	// module registered. It is for modules whose exports do not say what
+	// they implement, such as a Go SDK module, which exports every batch
+	// export and dispatches to the functions the plugin registered. The
+	// host calls it once, at load, after ExportInit succeeds, and refuses
+	// the module for an operator whose operation is not in the set. A
+	// module without it is judged by its exports alone.
+	ExportOps = "weir_ops"
 	// ExportInitialize is the WASI reactor initialiser. The host runs it
 	// first when a module exports it.
 	ExportInitialize = "_initialize"
@@ -192,6 +201,57 @@ func (o Op) Export() string {
 // Ops lists every batch operation, in a stable order. OpAggregate is not a
 // batch operation and is not listed.
 var Ops = [...]Op{OpMap, OpFlatMap, OpFilter}
+
+// OpSet is a set of operations, as ExportOps reports it: bit o-1 for each
+// Op o, so 1 map, 2 flat_map, 4 filter and 8 aggregate. The other bits are
+// reserved for operations of later ABI revisions; a host ignores the bits
+// it does not know.
+type OpSet uint32
+
+// Bit returns the OpSet holding only o, or 0 when o is not an operation.
+func (o Op) Bit() OpSet {
+	if o < OpMap || o > OpAggregate {
+		return 0
+	}
+	return 1 << (o - 1)
+}
+
+// OpSetOf returns the OpSet holding ops.
+func OpSetOf(ops ...Op) OpSet {
+	var s OpSet
+	for _, op := range ops {
+		s |= op.Bit()
+	}
+	return s
+}
+
+// Has reports whether s holds the operation op.
+func (s OpSet) Has(op Op) bool { return op.Bit() != 0 && s&op.Bit() != 0 }
+
+// Ops returns the operations s holds, in the order of their bits
+// (OpAggregate last); reserved bits are left out.
+func (s OpSet) Ops() []Op {
+	var ops []Op
+	for op := OpMap; op <= OpAggregate; op++ {
+		if s.Has(op) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// String lists the operations s holds, "map,filter", or "none".
+func (s OpSet) String() string {
+	ops := s.Ops()
+	if len(ops) == 0 {
+		return "none"
+	}
+	names := make([]string, len(ops))
+	for i, op := range ops {
+		names[i] = op.String()
+	}
+	return strings.Join(names, ",")
+}
 
 // ParseVersionExport reports whether name is a version marker export and,
 // if so, the version it declares.

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
@@ -37,20 +38,52 @@ type AdminOptions struct {
 //
 //	GET  /healthz                 200 while the process serves
 //	GET  /readyz                  200 once every registered pipeline runs, else 503
-//	GET  /metrics                 Prometheus metrics
+//	GET  /metrics                 Prometheus metrics of every registered pipeline
 //	GET  /api/pipeline            each pipeline's topology and live stats, JSON
 //	GET  /api/plugins             each plugin operator's live version, JSON
-//	POST /api/plugins/reload      reload plugins (?pipeline=NAME&operator=NAME, both optional)
+//	POST /api/plugins/reload      reload plugins (?pipeline=NAME&operator=NAME, both optional;
+//	                              &wait=DURATION waits, at most 5m, for the new versions' probation)
+//	                              and report each operator's outcome (ReloadResult)
 //	POST /api/plugins/promote     promote an operator's shadow plugin (?pipeline=NAME&operator=NAME)
 //	GET  /api/state               an operator's state for one record key, read now, JSON
 //	                              (?operator=NAME&key=KEY or &key_hex=HEX; &pipeline=NAME with several)
 //
+// Requests are checked in this order:
+//
+//   - The Host header, against DNS rebinding: a web page whose name an
+//     attacker points at 127.0.0.1 would otherwise reach the API from the
+//     browser of anyone running weir. On a loopback address, a request is
+//     answered only if its Host is the address listened on (as given, or
+//     as bound: a bare ":port" is 127.0.0.1:port) or localhost, 127.0.0.1
+//     or [::1] with the server's port; any other gets 421 Misdirected
+//     Request. /healthz and /readyz answer any Host, for probes that reach
+//     the process under another name: they change nothing and tell only
+//     whether the process and its pipelines run. Beyond loopback the
+//     server has a token (StartAdmin requires one), so any Host is
+//     answered and the token does the refusing.
+//   - State-changing requests (every method but GET, HEAD and OPTIONS),
+//     against cross-site request forgery: one whose Origin header is not
+//     the server's own origin (http:// and an accepted Host; beyond
+//     loopback, the request's Host) or whose Sec-Fetch-Site header is
+//     other than same-origin or none gets 403 Forbidden. The server never
+//     sends CORS headers, so no other origin can read a response either.
+//   - The token, when there is one, on /metrics and /api/*: a missing or
+//     wrong one gets 401 Unauthorized with a WWW-Authenticate header. It is
+//     compared in constant time, as SHA-256 digests, so that neither its
+//     bytes nor its length can be found by timing.
+//
 // It is safe for concurrent use. Register pipelines before running them;
 // Close it after they end.
 type Admin struct {
-	srv      *http.Server
-	ln       net.Listener
-	token    string
+	srv *http.Server
+	ln  net.Listener
+	// hosts are the Host values accepted (lower case), and anyHost is set
+	// when the server listens beyond loopback and accepts every Host.
+	hosts   map[string]bool
+	anyHost bool
+	// tokenSum is the SHA-256 of the token; hasToken tells whether there is one.
+	tokenSum [sha256.Size]byte
+	hasToken bool
 	log      *slog.Logger
 	registry *prometheus.Registry
 	mu       sync.Mutex
@@ -61,6 +94,9 @@ type Admin struct {
 // ErrAdminToken is returned by StartAdmin for a non-loopback address
 // without a token.
 var ErrAdminToken = errors.New("the admin server would be reachable from other machines: set a token, or listen on 127.0.0.1")
+
+// maxReloadWait bounds the wait of POST /api/plugins/reload.
+const maxReloadWait = 5 * time.Minute
 
 // StartAdmin starts the admin server; it refuses to listen beyond
 // loopback without a token.
@@ -81,11 +117,16 @@ func StartAdmin(opts AdminOptions) (*Admin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
-	a := &Admin{ln: ln, token: opts.Token, log: opts.Logger, registry: prometheus.NewRegistry(), done: make(chan struct{})}
+	a := &Admin{ln: ln, log: opts.Logger, registry: prometheus.NewRegistry(), done: make(chan struct{}),
+		hosts: acceptedHosts(host, ln.Addr()), anyHost: !isLoopback(host)}
+	if opts.Token != "" {
+		a.tokenSum, a.hasToken = sha256.Sum256([]byte(opts.Token)), true
+	}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		pipelinesCollector{a})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", a.readyz)
@@ -95,14 +136,14 @@ func StartAdmin(opts AdminOptions) (*Admin, error) {
 	mux.Handle("POST /api/plugins/reload", a.auth(http.HandlerFunc(a.apiReload)))
 	mux.Handle("POST /api/plugins/promote", a.auth(http.HandlerFunc(a.apiPromote)))
 	mux.Handle("GET /api/state", a.auth(http.HandlerFunc(a.apiState)))
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	a.srv = &http.Server{Handler: a.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.done)
 		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("admin server stopped", "error", err)
 		}
 	}()
-	a.log.Info("admin server listening", "addr", ln.Addr().String(), "token", a.token != "")
+	a.log.Info("admin server listening", "addr", ln.Addr().String(), "token", a.hasToken)
 	return a, nil
 }
 
@@ -113,6 +154,23 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// acceptedHosts returns the Host values of requests meant for a server
+// that was asked to listen on host and is bound to addr: host and the bound
+// IP, and the loopback names, each with the bound port (and without it on
+// port 80, where clients leave it out).
+func acceptedHosts(host string, addr net.Addr) map[string]bool {
+	boundHost, port, _ := net.SplitHostPort(addr.String())
+	hosts := map[string]bool{}
+	for _, h := range []string{host, boundHost, "localhost", "127.0.0.1", "::1"} {
+		hp := strings.ToLower(net.JoinHostPort(h, port))
+		hosts[hp] = true
+		if port == "80" {
+			hosts[strings.TrimSuffix(hp, ":80")] = true
+		}
+	}
+	return hosts
 }
 
 // Addr returns the address the server listens on.
@@ -128,11 +186,26 @@ func (a *Admin) Register(p *Pipeline) error {
 			return fmt.Errorf("admin: a pipeline named %q is already registered", p.cfg.Name)
 		}
 	}
-	if err := a.registry.Register(p.metrics); err != nil {
-		return fmt.Errorf("admin: %w", err)
-	}
 	a.pipes = append(a.pipes, p)
 	return nil
+}
+
+// pipelinesCollector collects the metrics of every pipeline registered
+// with an Admin, so that they share one set of metric names, each sample
+// labelled with its pipeline. It is an unchecked collector (it describes
+// nothing): the pipelines, and the const labels of their histograms, are
+// known only as they register. Register keeps pipeline names unique, so no
+// two samples collide, which the registry checks at each scrape.
+type pipelinesCollector struct{ a *Admin }
+
+// Describe implements prometheus.Collector.
+func (pipelinesCollector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect implements prometheus.Collector.
+func (c pipelinesCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.a.pipelines() {
+		p.metrics.collect(ch)
+	}
 }
 
 // Close stops the server.
@@ -150,20 +223,76 @@ func (a *Admin) pipelines() []*Pipeline {
 	return append([]*Pipeline(nil), a.pipes...)
 }
 
+// guard refuses requests for another Host (DNS rebinding) and
+// cross-origin state-changing requests (CSRF); see Admin.
+func (a *Admin) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
+		if !probe && !a.anyHost && !a.hosts[strings.ToLower(r.Host)] {
+			http.Error(w, fmt.Sprintf("misdirected request: Host %q is not this admin server's address; "+
+				"use %s or localhost (requests for other names are refused against DNS rebinding)", r.Host, a.Addr()),
+				http.StatusMisdirectedRequest)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if o := r.Header.Get("Origin"); o != "" && !a.ownOrigin(o, r) {
+				http.Error(w, fmt.Sprintf("forbidden: cross-origin request from %q; the admin API takes %s requests only from its own origin", o, r.Method),
+					http.StatusForbidden)
+				return
+			}
+			if sf := r.Header.Get("Sec-Fetch-Site"); sf != "" && sf != "same-origin" && sf != "none" {
+				http.Error(w, fmt.Sprintf("forbidden: %s request from another site (Sec-Fetch-Site: %s)", r.Method, sf),
+					http.StatusForbidden)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ownOrigin reports whether origin, an Origin header, is the server's:
+// http:// and an accepted Host (beyond loopback, the request's Host).
+func (a *Admin) ownOrigin(origin string, r *http.Request) bool {
+	hostport, ok := strings.CutPrefix(strings.ToLower(origin), "http://")
+	if !ok {
+		return false
+	}
+	return a.hosts[hostport] || (a.anyHost && hostport == strings.ToLower(r.Host))
+}
+
 // auth requires the bearer token, when there is one.
 func (a *Admin) auth(h http.Handler) http.Handler {
-	if a.token == "" {
+	if !a.hasToken {
 		return h
 	}
-	want := []byte("Bearer " + a.token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		header := r.Header.Get("Authorization")
+		if header == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="weir"`)
 			http.Error(w, "unauthorized: send Authorization: Bearer <token>", http.StatusUnauthorized)
 			return
 		}
+		if !a.tokenMatches(header) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="weir", error="invalid_token"`)
+			http.Error(w, "unauthorized: the bearer token is not this server's", http.StatusUnauthorized)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// tokenMatches reports whether an Authorization header carries the token.
+// The SHA-256 digests are compared, in constant time, so that the time
+// taken depends neither on the token's bytes nor on its length.
+func (a *Admin) tokenMatches(header string) bool {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false // nothing secret decided this
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
 }
 
 func (a *Admin) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -246,31 +375,59 @@ func (a *Admin) apiPlugins(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// apiReload reloads plugins and answers each operator's ReloadResult:
+// {"results": [...]}, with 200 when none was refused or rolled back, else
+// 422 and "error" naming them.
 func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
-	pipeline, operator := r.URL.Query().Get("pipeline"), r.URL.Query().Get("operator")
-	var errs []string
+	q := r.URL.Query()
+	pipeline, operator := q.Get("pipeline"), q.Get("operator")
+	var wait time.Duration
+	if s := q.Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > maxReloadWait {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("wait=%s: want a duration from 0s to %s", s, maxReloadWait)})
+			return
+		}
+		wait = d
+	}
+	var tickets []reloadTicket
+	var missing []string
 	found := false
 	for _, p := range a.pipelines() {
 		if pipeline != "" && p.cfg.Name != pipeline {
 			continue
 		}
 		found = true
-		if err := p.ReloadPlugins(r.Context(), operator); err != nil {
-			errs = append(errs, p.cfg.Name+": "+err.Error())
+		ts, err := p.reloadAll(r.Context(), operator)
+		if err != nil {
+			missing = append(missing, p.cfg.Name+": "+err.Error())
+			continue
 		}
+		tickets = append(tickets, ts...)
 	}
 	switch {
+	case !found && pipeline == "":
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no pipeline registered"})
+		return
 	case !found:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no pipeline named %q", pipeline)})
-	case len(errs) > 0:
-		status := http.StatusUnprocessableEntity
-		if len(errs) == 1 && strings.Contains(errs[0], ErrNoSuchPlugin.Error()) {
-			status = http.StatusNotFound
-		}
-		writeJSON(w, status, map[string]any{"error": strings.Join(errs, "; ")})
-	default:
-		writeJSON(w, http.StatusOK, map[string]any{"reloaded": true})
+		return
+	case len(tickets) == 0 && len(missing) > 0:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": strings.Join(missing, "; ")})
+		return
 	}
+	results := awaitProbation(r.Context(), wait, tickets)
+	var failed []string
+	for _, res := range results {
+		if res.Failed() {
+			failed = append(failed, res.String())
+		}
+	}
+	if len(failed) > 0 {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"results": results, "error": strings.Join(failed, "; ")})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": results})
 }
 
 func (a *Admin) apiPromote(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,10 @@ type checkpointer struct {
 	cs        state.Checkpointer
 	changelog *kafka.Changelog // nil for runs without a Kafka source
 	txn       *kafka.Txn       // nil unless exactly-once
+	// exactFiles makes each checkpoint record the lengths of the file
+	// outputs, which a restart cuts them back to: exactly-once runs whose
+	// input positions are the checkpoint's (see exactFiles).
+	exactFiles bool
 }
 
 // setUpCheckpoints prepares a run's checkpoints, once its sources exist:
@@ -48,6 +52,9 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		return nil, close, fmt.Errorf("%s: checkpoints: the state store (%T) cannot take checkpoints", c.Pos, p.opts.Store)
 	}
 	ck := &checkpointer{p: p, cs: cs, txn: txn}
+	if ck.exactFiles, err = p.exactFiles(kafkaRun); err != nil {
+		return nil, close, err
+	}
 	if txn != nil {
 		if err := txn.Fence(ctx); err != nil {
 			return nil, close, err
@@ -99,6 +106,29 @@ func (p *Pipeline) setUpCheckpoints(ctx context.Context, cc kafka.ClientConfig, 
 		}
 	}
 	return settings, close, nil
+}
+
+// exactFiles reports whether the run's file outputs are exactly once: cut
+// back, on restart, to the length the last checkpoint recorded. That needs
+// exactly_once delivery and input positions that are the checkpoint's:
+// not a Kafka run without keyed state, whose sources resume from the
+// group's offsets, which its transaction commits before the store records
+// the checkpoint, and which a rebalance rolls back in process. There a
+// file sink is an error and a dead-letter file is appended to.
+func (p *Pipeline) exactFiles(kafkaRun bool) (bool, error) {
+	if p.cfg.Checkpoints.Delivery != config.ExactlyOnce {
+		return false, nil
+	}
+	if !kafkaRun || p.keyedState() {
+		return true, nil
+	}
+	for i := range p.cfg.Sinks {
+		if s := &p.cfg.Sinks[i]; s.Type == config.SinkFile {
+			return false, s.Errorf("", "exactly_once delivery to a file needs keyed state when the pipeline reads Kafka: "+
+				"without it the input resumes from the consumer group's offsets, which the file cannot be cut back to; use a Kafka sink")
+		}
+	}
+	return false, nil
 }
 
 // lastCheckpoint returns the metadata of the store's last committed
@@ -175,6 +205,14 @@ func (ck *checkpointer) replay(ctx context.Context, cc kafka.ClientConfig, topic
 // transaction had committed.
 func (ck *checkpointer) commit(ctx context.Context, cp *engine.Checkpoint) error {
 	start := time.Now()
+	// The file outputs are on disk before anything records the
+	// checkpoint, and, exactly once, their lengths are in it. p.run is
+	// the run whose engine calls commit.
+	if ri := ck.p.run.Load(); ri != nil {
+		if err := ri.ep.SyncOutputs(cp, ck.exactFiles); err != nil {
+			return err
+		}
+	}
 	em, err := cp.Marshal()
 	if err != nil {
 		return err

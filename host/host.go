@@ -160,14 +160,12 @@ func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.P
 }
 
 // loadPluginWith is loadPlugin for the module at path, keeping state in
-// store and timing its calls with observe (nil: not timed).
+// store and timing its calls with observe (nil: not timed, nor its
+// sandbox bounds counted: a shadow candidate).
 func (p *Pipeline) loadPluginWith(ctx context.Context, op *config.Operator, path string, store state.Store, observe func(time.Duration)) (*wasm.Plugin, string, error) {
-	bin, src, err := pluginbuild.Load(ctx, path, pluginbuild.Options{CacheDir: p.opts.CacheDir})
+	bin, src, err := pluginbuild.Load(ctx, path, pluginbuild.Options{CacheDir: p.opts.CacheDir, Logger: p.opts.Logger, Operator: op.Name})
 	if err != nil {
 		return nil, "", err
-	}
-	if src.Built {
-		p.opts.Logger.Debug("plugin built", "operator", op.Name, "source", op.Plugin, "module", src.Path, "cached", src.Cached)
 	}
 	plug, err := p.runtime.Load(ctx, wasm.PluginConfig{
 		Operator:          op.Name,
@@ -176,11 +174,13 @@ func (p *Pipeline) loadPluginWith(ctx context.Context, op *config.Operator, path
 		Op:                pluginOp(op.Type),
 		InitConfig:        op.ConfigJSON,
 		MemoryLimitPages:  uint32(op.MemoryLimitPages),
-		Timeout:           op.Timeout,
+		Timeout:           pluginTimeout(op.Timeout),
+		Limits:            wasm.Limits(op.Limits),
 		Store:             store,
 		StateTTL:          op.StateTTL,
 		StateTTLEventTime: op.StateTTLEventTime,
 		ObserveCall:       observe,
+		ObserveLimit:      p.metrics.observeLimit(op.Name, observe != nil),
 		Logger:            p.opts.Logger,
 	})
 	if err != nil {
@@ -188,6 +188,14 @@ func (p *Pipeline) loadPluginWith(ctx context.Context, op *config.Operator, path
 	}
 	p.opts.Logger.Debug("plugin loaded", "operator", op.Name, "sha256", src.Hash)
 	return plug, src.Hash, nil
+}
+
+// pluginTimeout maps an operator's timeout to the plugin's.
+func pluginTimeout(d time.Duration) time.Duration {
+	if d == config.NoTimeout {
+		return wasm.NoTimeout
+	}
+	return d
 }
 
 func pluginOp(t config.OperatorType) abi.Op {

@@ -34,7 +34,11 @@ type BrokerOptions struct {
 	Listen  string // host:port; empty for 127.0.0.1 on a free port
 	Topics  string // "name:partitions,…", created at start
 	DataDir string // persist topics here; empty keeps them in memory
-	Logger  *slog.Logger
+	// AutoCreateTopics creates a topic, with one partition, when a client
+	// first asks for it allowing creation (producers do), as Kafka's
+	// auto.create.topics.enable.
+	AutoCreateTopics bool
+	Logger           *slog.Logger
 	// Ready, if set, is called with the broker's addresses once it listens.
 	Ready func(addrs []string)
 }

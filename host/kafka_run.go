@@ -2,9 +2,13 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
@@ -26,7 +30,8 @@ func StartBroker(opts BrokerOptions) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
-	b, err := kafka.StartBroker(kafka.BrokerConfig{Listen: opts.Listen, Topics: topics, DataDir: opts.DataDir, Logger: opts.Logger})
+	b, err := kafka.StartBroker(kafka.BrokerConfig{Listen: opts.Listen, Topics: topics, DataDir: opts.DataDir, Logger: opts.Logger,
+		AutoCreateTopics: opts.AutoCreateTopics})
 	if err != nil {
 		return nil, err
 	}
@@ -39,20 +44,32 @@ func (b *Broker) Addrs() []string { return b.b.Addrs() }
 // Close stops the broker.
 func (b *Broker) Close() { b.b.Close() }
 
-// kafkaClient returns the client config for the pipeline's Kafka stages,
-// starting an embedded broker (or using Options.Broker) when the pipeline
-// names no brokers, and creating there every topic the pipeline names. The
-// returned stop function closes a broker started here.
-func (p *Pipeline) kafkaClient(ctx context.Context) (kafka.ClientConfig, func(), error) {
+// clientConfig is the client config of the pipeline's kafka block.
+func (p *Pipeline) clientConfig() kafka.ClientConfig {
 	k := p.cfg.Kafka
-	cc := kafka.ClientConfig{
+	return kafka.ClientConfig{
 		Brokers:  k.Brokers,
 		ClientID: k.ClientID,
 		SASL:     kafka.SASLConfig{Mechanism: string(k.SASL.Mechanism), User: k.SASL.User, Password: k.SASL.Password},
 		TLS: kafka.TLSConfig{Enabled: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
 			ServerName: k.TLS.ServerName, InsecureSkipVerify: k.TLS.InsecureSkipVerify},
 	}
+}
+
+// kafkaClient returns the client config for the pipeline's Kafka stages,
+// starting an embedded broker (or using Options.Broker) when the pipeline
+// names no brokers, and creating there every topic the pipeline names.
+// With brokers, it logs which and why, and fails if a topic the pipeline
+// writes is missing there (checkOutputTopics). The returned stop function
+// closes a broker started here.
+func (p *Pipeline) kafkaClient(ctx context.Context) (kafka.ClientConfig, func(), error) {
+	k := p.cfg.Kafka
+	cc := p.clientConfig()
 	if !k.IsEmbedded() {
+		p.logBrokers()
+		if err := p.checkOutputTopics(ctx, cc, true); err != nil {
+			return cc, nil, err
+		}
 		return cc, func() {}, nil
 	}
 	stop := func() {}
@@ -160,4 +177,98 @@ func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger, txn *kaf
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
 	}
 	return snk, nil
+}
+
+// logBrokers logs which Kafka cluster the pipeline uses, and why: the
+// brokers of the file, or of the environment, which win over the file's
+// embedded block.
+func (p *Pipeline) logBrokers() {
+	k := &p.cfg.Kafka
+	at := k.At("brokers")
+	msg := fmt.Sprintf("using brokers %s from %s", strings.Join(k.Brokers, ","), at)
+	if _, embedded := k.Positions["embedded"]; embedded && at.IsEnv() {
+		msg += "; the embedded broker settings are ignored"
+	}
+	p.opts.Logger.Info(msg, "pipeline", p.cfg.Name)
+}
+
+// CheckKafka checks, for a pipeline that names brokers, that every topic
+// it writes (its Kafka sinks' and dead-letter output's) exists there, or
+// that the brokers create topics on first use. It creates nothing. A run
+// checks the same before it reads a record; weir validate calls it after
+// Load.
+func (p *Pipeline) CheckKafka(ctx context.Context) error {
+	if !p.cfg.UsesKafka() || p.cfg.Kafka.IsEmbedded() {
+		return nil
+	}
+	return p.checkOutputTopics(ctx, p.clientConfig(), false)
+}
+
+// outputTopic is a fixed topic the pipeline writes, and what writes it.
+type outputTopic struct {
+	pos          config.Pos
+	stage, topic string
+}
+
+// outputTopics returns the fixed topics of the pipeline's Kafka sinks and
+// dead-letter output.
+func (p *Pipeline) outputTopics() []outputTopic {
+	var out []outputTopic
+	for i := range p.cfg.Sinks {
+		if s := &p.cfg.Sinks[i]; s.Type == config.SinkKafka && s.Topic != "" {
+			out = append(out, outputTopic{s.At("topic"), "sink " + strconv.Quote(s.Name), s.Topic})
+		}
+	}
+	if dl := &p.cfg.DeadLetter; dl.Type == config.DeadLetterKafka {
+		out = append(out, outputTopic{dl.At("topic"), "dead_letter", dl.Topic})
+	}
+	return out
+}
+
+// checkOutputTopics fails, as a config error, when a topic the pipeline
+// writes is missing on its brokers and they do not create topics on first
+// use; with create, those they do create are created now (see
+// kafka.MissingTopics). Brokers that cannot be asked are only warned
+// about: the run's clients go on trying them.
+func (p *Pipeline) checkOutputTopics(ctx context.Context, cc kafka.ClientConfig, create bool) error {
+	outs := p.outputTopics()
+	if len(outs) == 0 {
+		return nil
+	}
+	topics := make([]string, len(outs))
+	for i, o := range outs {
+		topics[i] = o.topic
+	}
+	missing, err := kafka.MissingTopics(ctx, cc, topics, create)
+	if err != nil {
+		p.opts.Logger.Warn("could not check that the output topics exist", "pipeline", p.cfg.Name, "brokers", cc.Brokers, "error", err)
+		return nil
+	}
+	var errs []error
+	for _, o := range outs {
+		if slices.Contains(missing, o.topic) {
+			errs = append(errs, fmt.Errorf("%s: %s: topic %q does not exist on brokers %s; create it, or enable auto-creation (%s)",
+				o.pos, o.stage, o.topic, strings.Join(cc.Brokers, ","), kafka.AutoCreateConfig))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &loadError{kind: ErrConfig, err: errors.Join(errs...)}
+}
+
+// consumerLag sums the Kafka sources' consumer lag, or is nil while it is
+// unknown: a source holds no partition (it has not joined its group yet,
+// or members of an earlier run still hold them), when 0 would read as
+// caught up.
+func consumerLag(sources []*kafka.Source) *int64 {
+	var sum int64
+	for _, s := range sources {
+		n, known := s.LagKnown()
+		if !known {
+			return nil
+		}
+		sum += n
+	}
+	return &sum
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
@@ -27,21 +28,53 @@ import (
 // name, so the new version sees it as the old one left it.
 //
 // A new version is on probation for its first probationBatches batches
-// (over all instances): if more than maxTrapShare of their records
-// trapped, the previous version is put back, the same way. Trapped
-// records go to the dead-letter output, as always.
+// (over all instances). What counts against it is every record it
+// dead-lettered: records the guest rejected with an error (the Go SDK
+// reports a panic that way), records it trapped on, timed out on or
+// answered with invalid output. Languages differ in which of these a bug
+// becomes (a Go panic is a rejection, a Rust panic a trap), so probation
+// judges outcomes, not the way a plugin failed. If the share of failed
+// records is above rollbackThreshold of the previous version's share, the
+// previous version (kept loaded until then) is put back, the same way.
+// Failed records go to the dead-letter output, as always.
+const probationBatches = 10
+
+// Rollback thresholds; see rollbackThreshold.
 const (
-	probationBatches = 10
-	maxTrapShare     = 0.5
+	minRollbackShare = 0.5
+	rollbackMargin   = 0.25
 )
+
+// rollbackThreshold is the failure share above which a version on
+// probation is rolled back, given baseline, the share of its records the
+// previous version failed on: max(0.5, min(baseline+0.25, (1+baseline)/2)).
+//
+// The floor of one half keeps a version that still processes most of its
+// records: plugins that validate reject records as a business outcome, and
+// a stricter rule, deployed on purpose, rejects more; ten batches are also
+// too few to tell a few more rejections from noise. Above the floor, the
+// bar follows the previous version, so that on a stream where it already
+// rejected 60% (a validator on dirty data) a new version rejecting 70% is
+// kept, while one failing on nearly everything is not: the bar is a
+// quarter of the records above the baseline, but never more than half way
+// from the baseline to every record, so that a version that fails on every
+// record is rolled back whenever the previous one got any through (at a
+// baseline of 0.9 the bar is 0.95, not 1.15). Baseline 0 gives 0.5, the
+// rule before baselines; 0.3 gives 0.55; 0.6 gives 0.8.
+func rollbackThreshold(baseline float64) float64 {
+	return max(minRollbackShare, min(baseline+rollbackMargin, (1+baseline)/2))
+}
 
 // pluginSlot is one plugin operator's live version. Its methods are safe
 // for concurrent use; reloads and rollbacks are serialised.
 type pluginSlot struct {
-	p   *Pipeline
-	op  *config.Operator
-	log *slog.Logger
-	cur atomic.Pointer[pluginVersion]
+	p  *Pipeline
+	op *config.Operator
+	// index is the operator's position in the pipeline, where the
+	// engine's counts of it are.
+	index int
+	log   *slog.Logger
+	cur   atomic.Pointer[pluginVersion]
 	// shadow is the candidate running beside the live version (shadow.go),
 	// or nil.
 	shadow atomic.Pointer[shadowRun]
@@ -136,9 +169,73 @@ type pluginVersion struct {
 	// ready holds workers instantiated before the version was published,
 	// one per operator instance; an instance that finds none makes one.
 	ready chan *wasm.Worker
-	// Probation counters, over every instance.
-	batches, records, trapped atomic.Int64
-	settled                   atomic.Bool
+	// mark is the operator's counts when the version went live, and
+	// baseline the failure share of the version it was compared with on
+	// probation; publish sets both before it publishes the version.
+	mark     stageMark
+	baseline float64
+	// Probation counters, over every instance: batches, records given,
+	// records dead-lettered (rejected, trapped, timed out, over a limit).
+	batches, records, failed atomic.Int64
+	settled                  atomic.Bool
+	// done is closed when the version's probation ends: it passed, was
+	// rolled back, or was replaced by a newer version first. verdict, set
+	// before, says which; whoever sets settled owns both.
+	done    chan struct{}
+	verdict probationVerdict
+}
+
+// probationVerdict is how a version's probation ended.
+type probationVerdict struct {
+	outcome ReloadOutcome // ReloadSwapped, ReloadRolledBack or ReloadReplaced
+	reason  string        // why it was rolled back
+	report  ProbationReport
+}
+
+// probation reports v's probation so far.
+func (v *pluginVersion) probation() ProbationReport {
+	r := ProbationReport{Batches: min(v.batches.Load(), probationBatches), Of: probationBatches,
+		Records: v.records.Load(), Baseline: v.baseline}
+	r.Failed = min(v.failed.Load(), r.Records)
+	if r.Records > 0 {
+		r.FailedShare = float64(r.Failed) / float64(r.Records)
+	}
+	r.Threshold = rollbackThreshold(v.baseline)
+	return r
+}
+
+// stageMark is an operator's counts in one run at some moment.
+type stageMark struct {
+	ep       *engine.Pipeline // the run's engine; nil before the first run
+	in, dead int64
+}
+
+// mark returns the operator's counts now.
+func (s *pluginSlot) mark() stageMark {
+	ri := s.p.run.Load()
+	if ri == nil {
+		return stageMark{}
+	}
+	steps := ri.ep.Stats().Summary.Steps
+	if s.index >= len(steps) {
+		return stageMark{ep: ri.ep}
+	}
+	return stageMark{ep: ri.ep, in: steps[s.index].In, dead: steps[s.index].Dead}
+}
+
+// failureShareSince returns the share of the operator's records that went
+// to the dead-letter output since m (since the start of the current run,
+// if m is of an earlier one), and false if it was given none.
+func (s *pluginSlot) failureShareSince(m stageMark) (float64, bool) {
+	now := s.mark()
+	if now.ep != m.ep {
+		m = stageMark{}
+	}
+	in, dead := now.in-m.in, now.dead-m.dead
+	if in <= 0 {
+		return 0, false
+	}
+	return min(float64(dead)/float64(in), 1), true
 }
 
 // reloadCounters count a slot's reload outcomes.
@@ -158,14 +255,114 @@ type PluginStatus struct {
 	Failures  int64     `json:"failures"`
 	Rollbacks int64     `json:"rollbacks"`
 	LastError string    `json:"last_error,omitempty"`
+	// Probation is the live version's probation so far, while it is on
+	// probation.
+	Probation *ProbationReport `json:"probation,omitempty"`
 	// Shadow is the candidate running beside the live version, if any.
 	Shadow *ShadowStatus `json:"shadow,omitempty"`
 }
 
+// ProbationReport is what a new version's first batches showed. It is a
+// plain value.
+type ProbationReport struct {
+	// Batches counted so far, of the Of that probation lasts.
+	Batches int64 `json:"batches"`
+	Of      int   `json:"of"`
+	// Records given to the version in them, and those it failed on:
+	// rejected with an error, trapped or timed out on.
+	Records     int64   `json:"records"`
+	Failed      int64   `json:"failed"`
+	FailedShare float64 `json:"failed_share"`
+	// Baseline is the previous version's failure share, and Threshold the
+	// failure share above which the version is rolled back.
+	Baseline  float64 `json:"baseline_share"`
+	Threshold float64 `json:"threshold_share"`
+}
+
+// ReloadOutcome is what a reload did to one plugin operator. It is a plain
+// value.
+type ReloadOutcome string
+
+// Reload outcomes.
+const (
+	// ReloadSwapped: the new version is live and passed its probation.
+	ReloadSwapped ReloadOutcome = "swapped"
+	// ReloadProbation: the new version is live, its probation not over.
+	ReloadProbation ReloadOutcome = "on_probation"
+	// ReloadRolledBack: the new version failed its probation; the
+	// previous one runs again.
+	ReloadRolledBack ReloadOutcome = "rolled_back"
+	// ReloadReplaced: another reload or a promotion replaced the new
+	// version before its probation ended.
+	ReloadReplaced ReloadOutcome = "replaced"
+	// ReloadRefused: the new version did not load; the live one goes on.
+	ReloadRefused ReloadOutcome = "refused"
+	// ReloadUnchanged: the module is the one running; nothing changed.
+	ReloadUnchanged ReloadOutcome = "unchanged"
+)
+
+// ReloadResult is what a reload did to one plugin operator. It is a plain
+// value.
+type ReloadResult struct {
+	Pipeline string        `json:"pipeline"`
+	Operator string        `json:"operator"`
+	Outcome  ReloadOutcome `json:"outcome"`
+	// From is the version that ran before the reload, New the version it
+	// loaded (0 when refused or unchanged), and Live the version running
+	// when the result was made.
+	From int `json:"from_version"`
+	New  int `json:"new_version,omitempty"`
+	Live int `json:"live_version"`
+	// Reason says why the new version was refused or rolled back.
+	Reason string `json:"reason,omitempty"`
+	// Probation is the new version's probation, final or so far.
+	Probation *ProbationReport `json:"probation,omitempty"`
+}
+
+// Failed reports whether the reload left the operator on its previous
+// version because the new one was refused or rolled back.
+func (r ReloadResult) Failed() bool {
+	return r.Outcome == ReloadRefused || r.Outcome == ReloadRolledBack
+}
+
+// String describes the result in one line, "pipeline/operator: what
+// happened".
+func (r ReloadResult) String() string {
+	s := r.Pipeline + "/" + r.Operator + ": "
+	pr := r.Probation
+	if pr == nil {
+		pr = &ProbationReport{Of: probationBatches}
+	}
+	switch r.Outcome {
+	case ReloadSwapped:
+		return s + fmt.Sprintf("swapped to version %d (from %d), passed probation: %d of %d records failed in %d batches",
+			r.New, r.From, pr.Failed, pr.Records, pr.Batches)
+	case ReloadProbation:
+		return s + fmt.Sprintf("swapped to version %d (from %d), on probation: %d of %d batches so far, %d of %d records failed",
+			r.New, r.From, pr.Batches, pr.Of, pr.Failed, pr.Records)
+	case ReloadRolledBack:
+		return s + fmt.Sprintf("rolled back to version %d: %s", r.Live, r.Reason)
+	case ReloadReplaced:
+		return s + fmt.Sprintf("version %d was replaced by version %d before its probation ended", r.New, r.Live)
+	case ReloadRefused:
+		return s + fmt.Sprintf("refused, version %d goes on: %s", r.Live, r.Reason)
+	case ReloadUnchanged:
+		return s + fmt.Sprintf("unchanged: version %d runs this module already", r.Live)
+	}
+	return s + string(r.Outcome)
+}
+
 func newPluginSlot(p *Pipeline, op *config.Operator, plug *wasm.Plugin, hash string) *pluginSlot {
 	s := &pluginSlot{p: p, op: op, log: p.opts.Logger.With("operator", op.Name), next: 2, stats: &reloadCounters{}}
-	v := &pluginVersion{n: 1, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, 1)}
+	for i := range p.cfg.Operators {
+		if &p.cfg.Operators[i] == op {
+			s.index = i
+		}
+	}
+	v := &pluginVersion{n: 1, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, 1),
+		done: make(chan struct{}), verdict: probationVerdict{outcome: ReloadSwapped}}
 	v.settled.Store(true)
+	close(v.done)
 	s.cur.Store(v)
 	s.good = v
 	s.state = PluginStatus{Operator: op.Name, Path: op.Plugin, Version: 1, SHA256: hash, LoadedAt: v.loaded}
@@ -175,37 +372,98 @@ func newPluginSlot(p *Pipeline, op *config.Operator, plug *wasm.Plugin, hash str
 // instances is how many operator instances run the plugin.
 func (s *pluginSlot) instances() int { return max(s.p.cfg.Engine.Parallelism, 1) }
 
+// reloadTicket is a reload's result for one operator and the version it
+// published, if any, whose probation decides the final result.
+type reloadTicket struct {
+	slot *pluginSlot
+	res  ReloadResult
+	v    *pluginVersion
+	err  error // why the new version was refused
+}
+
+// result returns t's result now: for a version it published, swapped or
+// rolled back once its probation is over, on probation until then.
+func (t *reloadTicket) result() ReloadResult {
+	r := t.res
+	if t.v == nil {
+		return r
+	}
+	var pr ProbationReport
+	select {
+	case <-t.v.done:
+		r.Outcome, r.Reason, pr = t.v.verdict.outcome, t.v.verdict.reason, t.v.verdict.report
+	default:
+		pr = t.v.probation()
+	}
+	r.Probation = &pr
+	r.Live = t.slot.cur.Load().n
+	return r
+}
+
+// awaitProbation waits until the probation of every version the tickets
+// published is over, at most wait and no longer than ctx, and returns
+// their results.
+func awaitProbation(ctx context.Context, wait time.Duration, tickets []reloadTicket) []ReloadResult {
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+	waiting:
+		for _, t := range tickets {
+			if t.v == nil {
+				continue
+			}
+			select {
+			case <-t.v.done:
+			case <-timer.C:
+				break waiting
+			case <-ctx.Done():
+				break waiting
+			}
+		}
+	}
+	out := make([]ReloadResult, len(tickets))
+	for i := range tickets {
+		out[i] = tickets[i].result()
+	}
+	return out
+}
+
 // reload loads the plugin's file or source folder again and, if it
-// changed, swaps it in. It returns the error that kept the live version
-// running, if any.
-func (s *pluginSlot) reload(ctx context.Context) error {
+// changed, swaps it in, on probation. The ticket tells what happened.
+func (s *pluginSlot) reload(ctx context.Context) reloadTicket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	plug, hash, err := s.p.loadPluginWith(ctx, s.op, s.state.Path, s.p.opts.Store, s.p.metrics.observeCall(s.op.Name))
-	if err != nil {
+	cur := s.cur.Load()
+	t := reloadTicket{slot: s, res: ReloadResult{Pipeline: s.p.cfg.Name, Operator: s.op.Name, From: cur.n, Live: cur.n}}
+	refuse := func(err error) reloadTicket {
 		s.stats.failures.Add(1)
 		s.state.LastError = err.Error()
-		s.log.Error("plugin reload failed; the running version stays", "version", s.cur.Load().n, "error", err)
-		return err
+		s.log.Error("plugin reload failed; the running version stays", "version", cur.n, "error", err)
+		t.res.Outcome, t.res.Reason, t.err = ReloadRefused, err.Error(), err
+		return t
 	}
-	if hash == s.cur.Load().hash {
+	plug, hash, err := s.p.loadPluginWith(ctx, s.op, s.state.Path, s.p.opts.Store, s.p.metrics.observeCall(s.op.Name))
+	if err != nil {
+		return refuse(err)
+	}
+	if hash == cur.hash {
 		plug.Close(ctx)
 		s.log.Info("plugin unchanged; nothing to reload", "sha256", hash)
-		return nil
+		t.res.Outcome = ReloadUnchanged
+		return t
 	}
 	v, err := s.prepare(ctx, plug, hash, s.next)
 	if err != nil {
-		s.stats.failures.Add(1)
-		s.state.LastError = err.Error()
-		s.log.Error("plugin reload failed; the running version stays", "version", s.cur.Load().n, "error", err)
-		return err
+		return refuse(err)
 	}
 	s.next++
 	s.stats.reloads.Add(1)
 	s.state.LastError = ""
 	s.publish(v)
-	s.log.Info("plugin reloaded", "version", v.n, "sha256", hash)
-	return nil
+	s.log.Info("plugin reloaded; on probation", "version", v.n, "sha256", hash, "baseline_failed_share", v.baseline)
+	t.v = v
+	t.res.Outcome, t.res.New, t.res.Live = ReloadProbation, v.n, v.n
+	return t
 }
 
 // prepare instantiates a version's workers, one per operator instance (the
@@ -223,7 +481,7 @@ func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string
 			"its consumer group, and it keeps no changelog; restart the pipeline to run this version (it then runs as one active instance)")
 	}
 	k := s.instances()
-	v := &pluginVersion{n: n, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, k)}
+	v := &pluginVersion{n: n, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, k), done: make(chan struct{})}
 	for range k {
 		w, err := plug.NewWorker(ctx)
 		if err != nil {
@@ -239,53 +497,106 @@ func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string
 	return v, nil
 }
 
-// publish makes v the live version. Call with s.mu held.
+// publish makes v the live version. Call with s.mu held. A version on
+// probation takes as its baseline the failure share of the settled
+// version it replaces, since that one went live (or, if that one saw no
+// records, the baseline it inherited); replacing a version still on
+// probation ends that probation, and the baseline stays the one it was
+// compared with.
 func (s *pluginSlot) publish(v *pluginVersion) {
+	old := s.cur.Load()
+	if !v.settled.Load() {
+		v.baseline = old.baseline
+		if old.settled.Load() {
+			if share, ok := s.failureShareSince(old.mark); ok {
+				v.baseline = share
+			}
+		}
+	}
+	v.mark = s.mark()
 	s.cur.Store(v)
 	s.state.Version, s.state.SHA256, s.state.LoadedAt = v.n, v.hash, v.loaded
 	s.state.Reloads, s.state.Failures, s.state.Rollbacks = s.stats.reloads.Load(), s.stats.failures.Load(), s.stats.rollbacks.Load()
+	if old == v {
+		return
+	}
+	ctx := context.Background()
+	drainReady(ctx, old) // no instance swaps to it any more
+	if old.settled.CompareAndSwap(false, true) {
+		old.verdict = probationVerdict{outcome: ReloadReplaced, report: old.probation()}
+		close(old.done)
+		s.refs.retire(ctx, old.plug) // closed once its instances have swapped away
+	}
+}
+
+// drainReady closes the workers v prepared that no instance took.
+func drainReady(ctx context.Context, v *pluginVersion) {
+	for {
+		select {
+		case w := <-v.ready:
+			w.Close(ctx)
+		default:
+			return
+		}
+	}
 }
 
 // observe counts a batch of records a version processed during its
-// probation, and settles it after probationBatches: kept, or rolled back
-// if too many records trapped.
-func (s *pluginSlot) observe(v *pluginVersion, records, trapped int64) {
+// probation, of which failed were dead-lettered (or could not start), and
+// settles it
+// after probationBatches. The judgement takes the slot's lock, which a
+// reload holds while it builds, so it runs beside the batch.
+func (s *pluginSlot) observe(v *pluginVersion, records, failed int64) {
 	v.records.Add(records)
-	v.trapped.Add(trapped)
+	v.failed.Add(failed)
 	if v.batches.Add(1) != probationBatches || !v.settled.CompareAndSwap(false, true) {
 		return
 	}
-	share := float64(v.trapped.Load()) / float64(max(v.records.Load(), 1))
-	if share <= maxTrapShare {
-		s.log.Info("plugin version passed probation", "version", v.n, "batches", probationBatches, "trapped_share", share)
-		s.mu.Lock()
-		old := s.good
-		s.good = v
-		s.mu.Unlock()
-		if old != nil && old.plug != v.plug {
-			s.refs.retire(context.Background(), old.plug) // closed when its last instance swaps
-		}
-		return
-	}
-	go s.rollback(v, share)
+	go s.judge(v, v.probation())
 }
 
-// rollback puts back the last good version after v failed probation.
-func (s *pluginSlot) rollback(v *pluginVersion, share float64) {
+// judge ends v's probation on its report: kept if its failure share is at
+// most rollbackThreshold of its baseline, else rolled back to the last
+// good version.
+func (s *pluginSlot) judge(v *pluginVersion, r ProbationReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cur.Load() != v {
-		return // replaced meanwhile
+	ctx := context.Background()
+	if cur := s.cur.Load(); cur != v {
+		// Replaced after its last batch and before this: the newer version
+		// is on probation against the last good one.
+		v.verdict = probationVerdict{outcome: ReloadReplaced, report: r}
+		close(v.done)
+		s.refs.retire(ctx, v.plug)
+		return
 	}
-	err := fmt.Errorf("version %d trapped on %.0f%% of the records of its first %d batches", v.n, share*100, probationBatches)
+	if r.FailedShare <= r.Threshold {
+		s.log.Info("plugin version passed probation", "version", v.n, "batches", probationBatches,
+			"failed_share", r.FailedShare, "baseline_failed_share", r.Baseline)
+		old := s.good
+		s.good = v
+		if old != nil && old.plug != v.plug {
+			s.refs.retire(ctx, old.plug) // closed when its last instance swaps
+		}
+		v.verdict = probationVerdict{outcome: ReloadSwapped, report: r}
+		close(v.done)
+		return
+	}
+	s.rollback(ctx, v, r)
+}
+
+// rollback puts back the last good version after v failed probation. Call
+// with s.mu held.
+func (s *pluginSlot) rollback(ctx context.Context, v *pluginVersion, r ProbationReport) {
+	err := fmt.Errorf("version %d failed on %.0f%% of the records of its first %d batches (%d of %d rejected, trapped or timed out), "+
+		"above the %.0f%% allowed next to version %d's %.0f%%",
+		v.n, r.FailedShare*100, r.Batches, r.Failed, r.Records, r.Threshold*100, s.good.n, r.Baseline*100)
 	s.state.LastError = err.Error()
 	s.log.Error("plugin version rolled back", "version", v.n, "back_to", s.good.n, "error", err)
-	// Counted once the good version is live again, so that whoever sees
-	// the count sees the rollback done.
-	defer s.stats.rollbacks.Add(1)
-	ctx := context.Background()
-	back := &pluginVersion{n: s.good.n, plug: s.good.plug, hash: s.good.hash, loaded: time.Now(), ready: make(chan *wasm.Worker, s.instances())}
+	back := &pluginVersion{n: s.good.n, plug: s.good.plug, hash: s.good.hash, loaded: time.Now(),
+		ready: make(chan *wasm.Worker, s.instances()), baseline: v.baseline, done: make(chan struct{})}
 	back.settled.Store(true)
+	close(back.done)
 	for range s.instances() {
 		w, err := back.plug.NewWorker(ctx)
 		if err != nil {
@@ -295,6 +606,11 @@ func (s *pluginSlot) rollback(v *pluginVersion, share float64) {
 	}
 	s.publish(back)
 	s.refs.retire(ctx, v.plug) // closed once its instances have swapped away
+	// Counted, and the verdict given, once the good version is live again,
+	// so that whoever sees either sees the rollback done.
+	s.stats.rollbacks.Add(1)
+	v.verdict = probationVerdict{outcome: ReloadRolledBack, reason: err.Error(), report: r}
+	close(v.done)
 }
 
 // status returns the slot's live state.
@@ -303,6 +619,10 @@ func (s *pluginSlot) status() PluginStatus {
 	defer s.mu.Unlock()
 	st := s.state
 	st.Reloads, st.Failures, st.Rollbacks = s.stats.reloads.Load(), s.stats.failures.Load(), s.stats.rollbacks.Load()
+	if v := s.cur.Load(); !v.settled.Load() {
+		pr := v.probation()
+		st.Probation = &pr
+	}
 	if sr := s.shadow.Load(); sr != nil {
 		st.Shadow = sr.status()
 	}
@@ -315,17 +635,7 @@ func (s *pluginSlot) close(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.cur.Load()
-	if v.ready != nil {
-		for {
-			select {
-			case w := <-v.ready:
-				w.Close(ctx)
-				continue
-			default:
-			}
-			break
-		}
-	}
+	drainReady(ctx, v)
 	v.plug.Close(ctx)
 	if s.good != nil && s.good.plug != v.plug {
 		s.good.plug.Close(ctx)
@@ -335,32 +645,61 @@ func (s *pluginSlot) close(ctx context.Context) {
 	}
 }
 
-// ErrNoSuchPlugin is returned by ReloadPlugins for an operator that runs no
-// plugin.
+// ErrNoSuchPlugin is returned by ReloadPlugins and Reload for an operator
+// that runs no plugin.
 var ErrNoSuchPlugin = errors.New("no plugin operator of that name")
+
+// reloadAll reloads the named operator's plugin, or every plugin
+// operator's when operator is "".
+func (p *Pipeline) reloadAll(ctx context.Context, operator string) ([]reloadTicket, error) {
+	var tickets []reloadTicket
+	for _, s := range p.slots {
+		if s == nil || (operator != "" && s.op.Name != operator) {
+			continue
+		}
+		tickets = append(tickets, s.reload(ctx))
+	}
+	if len(tickets) == 0 && operator != "" {
+		return nil, fmt.Errorf("%w: %q", ErrNoSuchPlugin, operator)
+	}
+	return tickets, nil
+}
 
 // ReloadPlugins reloads the plugin of the named operator, or of every
 // plugin operator when operator is "": each is built (Go source), compiled,
 // checked and initialised, and swapped in between batches if it changed.
 // A plugin that fails to load leaves its live version running; the errors
-// are returned joined. It is safe to call while the pipeline runs, from
-// any goroutine.
+// are returned joined. A version swapped in is on probation for its first
+// batches and may still be rolled back; Reload reports that. It is safe to
+// call while the pipeline runs, from any goroutine.
 func (p *Pipeline) ReloadPlugins(ctx context.Context, operator string) error {
-	var errs []error
-	found := false
-	for _, s := range p.slots {
-		if s == nil || (operator != "" && s.op.Name != operator) {
-			continue
-		}
-		found = true
-		if err := s.reload(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("operator %q: %w", s.op.Name, err))
-		}
+	tickets, err := p.reloadAll(ctx, operator)
+	if err != nil {
+		return err
 	}
-	if !found && operator != "" {
-		return fmt.Errorf("%w: %q", ErrNoSuchPlugin, operator)
+	var errs []error
+	for _, t := range tickets {
+		if t.err != nil {
+			errs = append(errs, fmt.Errorf("operator %q: %w", t.res.Operator, t.err))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// Reload reloads plugins as ReloadPlugins does and reports what happened to
+// each operator. A version swapped in is on probation: Reload waits up to
+// wait (and no longer than ctx) for every such probation to end, so that
+// the result says whether the version stayed (ReloadSwapped) or was rolled
+// back; one still on probation then is reported as ReloadProbation. Only
+// an operator that runs no plugin is an error (ErrNoSuchPlugin); a refused
+// version is a result. It is safe to call while the pipeline runs, from
+// any goroutine.
+func (p *Pipeline) Reload(ctx context.Context, operator string, wait time.Duration) ([]ReloadResult, error) {
+	tickets, err := p.reloadAll(ctx, operator)
+	if err != nil {
+		return nil, err
+	}
+	return awaitProbation(ctx, wait, tickets), nil
 }
 
 // Plugins returns the live version of every plugin operator.

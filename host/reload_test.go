@@ -268,7 +268,7 @@ func TestHotReloadBrokenVersions(t *testing.T) {
 			r.sent += 8
 			return r.p.Plugins()[0].Rollbacks == 1
 		})
-		if st := r.p.Plugins()[0]; st.Version != 1 || !strings.Contains(st.LastError, "trapped") {
+		if st := r.p.Plugins()[0]; st.Version != 1 || !strings.Contains(st.LastError, "version 2 failed on 100% of the records") {
 			t.Fatalf("status %+v: want version 1 back, with the reason", st)
 		}
 		t.Logf("%d records sent while version 2 was on probation", r.sent-sentBefore)

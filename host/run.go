@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime/debug"
 	"time"
 
@@ -345,11 +344,11 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 	}
 	switch dl := &cfg.DeadLetter; dl.Type {
 	case config.DeadLetterFile:
-		f, err := os.Create(dl.Path)
+		f, err := engine.NewDeadLetterFile(dl.Path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: dead_letter.path: %w", dl.At("path"), err)
 		}
-		ep.DeadLetter = engine.NewDeadLetterWriter(dl.Path, f, true)
+		ep.DeadLetter = f
 	case config.DeadLetterKafka:
 		ks, err := kafka.NewDeadLetterSink(kafka.DeadLetterConfig{Client: cc, Topic: dl.Topic, Logger: p.opts.Logger, Txn: txn})
 		if err != nil {
@@ -448,16 +447,12 @@ func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *was
 	}
 	shadowed := (o.sh.w != nil || o.slot.shadow.Load() != nil) && o.runShadow(ctx, in)
 	start, deadStart := len(out.Records), len(out.Dead)
-	var before uint64
-	if !o.ver.settled.Load() {
-		before = o.w.Stats().Trapped
-	}
 	err := o.w.Process(ctx, in, out)
 	if !swapped.IsZero() {
 		o.slot.p.metrics.swapped(time.Since(swapped))
 	}
 	if !o.ver.settled.Load() {
-		o.slot.observe(o.ver, int64(len(in)), int64(o.w.Stats().Trapped-before))
+		o.slot.observe(o.ver, int64(len(in)), int64(len(out.Dead)-deadStart))
 	}
 	if err == nil && shadowed {
 		o.compareShadow(in, out, start, deadStart)

@@ -149,12 +149,48 @@ func (o *wasmOperator) runShadow(ctx context.Context, in []record.Record) bool {
 	o.sh.out.Reset()
 	sr.batches.Add(1)
 	sr.records.Add(int64(len(in)))
-	if err := o.sh.w.Process(ctx, in, &o.sh.out); err != nil {
+	// The candidate must never hold up the live version for long: the
+	// whole batch, re-runs included, gets one deadline, and a candidate
+	// that runs past it is stopped.
+	sctx, cancel := context.WithTimeout(ctx, o.slot.shadowBudget())
+	err := o.sh.w.Process(sctx, in, &o.sh.out)
+	overran := sctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if err != nil {
 		sr.failed.Add(1)
 		sr.diverged.Add(int64(len(in)))
+		if overran {
+			o.slot.stopShadow(sr, fmt.Sprintf("shadow %s stopped: a batch ran past %s", sr.path, o.slot.shadowBudget()))
+		}
 		return false
 	}
 	return true
+}
+
+// shadowBudget is the time a shadow candidate may take over one batch:
+// the operator's timeout.
+func (s *pluginSlot) shadowBudget() time.Duration {
+	if t := s.op.Timeout; t > 0 {
+		return t
+	}
+	if s.op.Timeout == 0 {
+		return wasm.DefaultTimeout
+	}
+	return 24 * time.Hour // timeout: none
+}
+
+// stopShadow ends the shadow run sr, if it is still the slot's, saying
+// why in the plugin's status; each instance closes its candidate at its
+// next batch.
+func (s *pluginSlot) stopShadow(sr *shadowRun, why string) {
+	if !s.shadow.CompareAndSwap(sr, nil) {
+		return
+	}
+	s.mu.Lock()
+	s.state.LastError = why
+	s.mu.Unlock()
+	s.log.Error("shadow plugin stopped; the live version goes on alone", "reason", why)
+	s.refs.retire(context.Background(), sr.plug)
 }
 
 // closeShadow closes the instance's shadow worker, if any.

@@ -51,7 +51,8 @@ func (p *Pipeline) awaitSoleMember(ctx context.Context, cc kafka.ClientConfig) e
 			continue
 		}
 		p.runState.Store(StateStandby)
-		if err := kafka.AwaitSoleMember(ctx, cc, s.Group, s.InstanceID, p.opts.Logger.With("pipeline", p.cfg.Name, "source", s.Name), warm); err != nil {
+		sb := kafka.Standby{Group: s.Group, InstanceID: s.InstanceID, SessionTimeout: s.SessionTimeout}
+		if err := kafka.AwaitSoleMember(ctx, cc, sb, p.opts.Logger.With("pipeline", p.cfg.Name, "source", s.Name), warm); err != nil {
 			return err
 		}
 	}

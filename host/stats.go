@@ -23,8 +23,9 @@ type Stats struct {
 	// Watermark is the event-time watermark the operators were last
 	// given, in epoch milliseconds; absent (nil) before the first.
 	Watermark *int64 `json:"watermark_ms,omitempty"`
-	// ConsumerLag is the Kafka sources' records not yet polled.
-	ConsumerLag int64 `json:"consumer_lag"`
+	// ConsumerLag is the Kafka sources' records not yet polled; nil
+	// (null) while it is unknown: a source holds no partition yet.
+	ConsumerLag *int64 `json:"consumer_lag"`
 	// Checkpoints taken in this run, the last one's epoch, and the pause
 	// it cost.
 	Checkpoints         int64   `json:"checkpoints"`
@@ -65,9 +66,7 @@ func (p *Pipeline) Stats() Stats {
 		wm := es.Watermark
 		st.Watermark = &wm
 	}
-	for _, s := range ri.sources {
-		st.ConsumerLag += s.Lag()
-	}
+	st.ConsumerLag = consumerLag(ri.sources)
 	st.Checkpoints, st.LastCheckpoint = es.Checkpoints, es.LastCheckpoint
 	st.LastCheckpointPause = es.LastCheckpointPause.Seconds()
 	return st
@@ -95,14 +94,17 @@ func (p *Pipeline) state() string {
 	return StateLoaded
 }
 
-// pipelineMetrics are a pipeline's Prometheus collectors: histograms fed
-// as things happen, and a collector that reads Stats when scraped.
+// pipelineMetrics are a pipeline's Prometheus metrics: histograms fed as
+// things happen, and counters and gauges read from Stats when scraped
+// (collect). Its histograms are safe for concurrent use; onSwap is set
+// before the pipeline runs.
 type pipelineMetrics struct {
 	p            *Pipeline
 	batchLatency prometheus.Histogram
 	checkpoint   prometheus.Histogram
 	udfCall      *prometheus.HistogramVec
 	swapPause    prometheus.Histogram
+	limitHits    *prometheus.CounterVec
 	// onSwap, when set (tests, benchmarks), also gets each swap's pause.
 	onSwap func(time.Duration)
 }
@@ -131,6 +133,10 @@ func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
 			Help:    "Duration of each plugin batch call, per operator.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 2, 18),
 		}, []string{"operator"}),
+		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "weir_plugin_limit_hits_total", ConstLabels: labels,
+			Help: "Plugin calls that hit a sandbox bound, by its config key: timeout, memory_limit_pages, max_state_value, max_batch_state, max_batch_output.",
+		}, []string{"operator", "limit"}),
 	}
 }
 
@@ -148,6 +154,15 @@ func (m *pipelineMetrics) swapped(d time.Duration) {
 	if m.onSwap != nil {
 		m.onSwap(d)
 	}
+}
+
+// observeLimit returns the sandbox-bound hook of an operator's plugin, or
+// nil when not counted.
+func (m *pipelineMetrics) observeLimit(operator string, counted bool) func(string) {
+	if !counted {
+		return nil
+	}
+	return func(limit string) { m.limitHits.WithLabelValues(operator, limit).Inc() }
 }
 
 // observeCall returns the UDF call-time hook of an operator's plugin.
@@ -177,19 +192,11 @@ var (
 		[]string{"pipeline", "operator", "outcome"}, nil)
 )
 
-// Describe implements prometheus.Collector.
-func (m *pipelineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descDead, descDeadLetters, descRunning, descStandby, descWatermark, descLag, descCheckpoints, descPlugin, descReloads, descShadowRecords, descShadowDiverged} {
-		ch <- d
-	}
-	m.batchLatency.Describe(ch)
-	m.checkpoint.Describe(ch)
-	m.udfCall.Describe(ch)
-	m.swapPause.Describe(ch)
-}
-
-// Collect implements prometheus.Collector: it reads the live stats.
-func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
+// collect sends the pipeline's metrics, reading the live stats. The
+// Admin's collector calls it for every registered pipeline: every sample
+// carries the pipeline's name (a label, or the histograms' const label), so
+// several pipelines' metrics never collide.
+func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 	name := m.p.cfg.Name
 	st := m.p.Stats()
 	for _, s := range st.Stages {
@@ -214,7 +221,9 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 		lag := float64(time.Now().UnixMilli()-*st.Watermark) / 1000
 		ch <- prometheus.MustNewConstMetric(descWatermark, prometheus.GaugeValue, lag, name)
 	}
-	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(st.ConsumerLag), name)
+	if st.ConsumerLag != nil {
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(*st.ConsumerLag), name)
+	}
 	ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(st.Checkpoints), name)
 	for _, ps := range m.p.Plugins() {
 		ch <- prometheus.MustNewConstMetric(descPlugin, prometheus.GaugeValue, 1, name, ps.Operator, strconv.Itoa(ps.Version), ps.SHA256)
@@ -230,4 +239,5 @@ func (m *pipelineMetrics) Collect(ch chan<- prometheus.Metric) {
 	m.checkpoint.Collect(ch)
 	m.udfCall.Collect(ch)
 	m.swapPause.Collect(ch)
+	m.limitHits.Collect(ch)
 }

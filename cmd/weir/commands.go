@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -99,8 +101,9 @@ one exits at once with code 130.
 Plugins reload while the pipelines run, keeping their state: when a plugin's
 .wasm file or Go source folder changes (unless --watch=false), and on SIGHUP.
 A new version is built, compiled, checked and initialised before it replaces
-the old one between batches; if that fails, or if the new version traps on
-most records of its first batches, the old version goes on.
+the old one between batches; if that fails, or if the new version fails on
+most records of its first batches (rejects, traps or times out on them, far
+more often than the old one did), the old version goes on.
 
 With --admin, an HTTP server gives /healthz, /readyz, Prometheus /metrics,
 /api/pipeline (topology and live counts) and /api/plugins, and takes
@@ -117,6 +120,9 @@ end of its topic (stop_at: latest).`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The logs and the status line share standard error: log
+			// lines never glue onto the status line.
+			cmd.SetErr(newStatusWriter(cmd.ErrOrStderr()))
 			ctx, stop := drainOnSignal(cmd.Context())
 			defer stop()
 			loadCtx := context.WithoutCancel(ctx)
@@ -265,7 +271,9 @@ func newValidateCmd(g *globalFlags) *cobra.Command {
 		Short: "Check a pipeline file and its plugins without running it",
 		Long: `Validate a pipeline: the file (every problem is reported with file:line),
 then each plugin, which is built if it is Go source, compiled, checked against
-the ABI and initialised with its config. Nothing reads input.`,
+the ABI and initialised with its config; with brokers named, that the topics
+its Kafka sinks write exist there, or that the brokers create topics on first
+use. Nothing reads input.`,
 		Args: exactArgs(1, "one pipeline file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// A throwaway store: validating must not open, or create, the
@@ -275,6 +283,9 @@ the ABI and initialised with its config. Nothing reads input.`,
 				return err
 			}
 			defer p.Close(cmd.Context())
+			if err := p.CheckKafka(cmd.Context()); err != nil {
+				return err
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: pipeline %q is valid\n", args[0], p.Name())
 			return nil
 		},
@@ -319,7 +330,12 @@ there. scripts/install-toolchains.sh installs the toolchains.`,
 	inspect := &cobra.Command{
 		Use:   "inspect FILE.wasm",
 		Short: "Show a module's ABI version, exports, imports and size",
-		Args:  exactArgs(1, "one .wasm file"),
+		Long: `Show a module's ABI version, size, operations, memory, exports and imports,
+and the problems that would keep weir from loading it. The operations are
+those the plugin registered, for a module that reports them (the weir_ops
+export of every SDK's modules: the module is initialised in the sandbox with
+the config {} to ask), and otherwise those it exports.`,
+		Args: exactArgs(1, "one .wasm file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := host.InspectPlugin(args[0])
 			if err != nil {
@@ -347,7 +363,11 @@ func printInfo(w io.Writer, info host.PluginInfo) {
 	} else {
 		fmt.Fprintf(w, "abi:     none (not a weir plugin)\n")
 	}
-	fmt.Fprintf(w, "ops:     %s\n", strings.Join(info.Ops, ", "))
+	ops := strings.Join(info.Ops, ", ")
+	if ops == "" {
+		ops = "none"
+	}
+	fmt.Fprintf(w, "ops:     %s\n", ops)
 	if info.Memory != "" {
 		fmt.Fprintf(w, "memory:  %s\n", info.Memory)
 	}
@@ -365,4 +385,92 @@ func printInfo(w io.Writer, info host.PluginInfo) {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
 	}
+}
+
+// newPluginReloadCmd asks a running weir's admin server to reload plugins,
+// and prints what happened to each operator.
+func newPluginReloadCmd() *cobra.Command {
+	var addr, pipeline, token string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "reload --admin ADDR [--pipeline NAME] [--wait DURATION] [OPERATOR]",
+		Short: "Reload the plugins of a running weir (through its admin server)",
+		Long: `Ask the weir run serving --admin ADDR to reload the plugin of OPERATOR, or
+every plugin, of one pipeline or all, and print, one line per operator, what
+happened:
+
+  swapped      the new version runs and passed probation
+  on probation the new version runs; its probation was not over within --wait
+  rolled back  the new version failed on too many of the records of its
+               first batches (rejected, trapped or timed out), and the
+               previous version runs again
+  refused      the new version did not build, compile, pass the ABI check or
+               initialise; the running version goes on
+  unchanged    the module is the one running already
+  replaced     another reload replaced the new version during its probation
+
+Each plugin is built, compiled, checked and initialised, and swapped in
+between batches if it changed. A swapped version is on probation for its
+first 10 batches; the command waits up to --wait for the probation to end,
+so that it can say whether the version stays (--wait 0 answers at once).
+It exits 1 if a version was refused or rolled back, with the reasons on
+standard error.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if addr == "" {
+				return usageErrorf("--admin is required")
+			}
+			if wait < 0 || wait > 5*time.Minute {
+				return usageErrorf("--wait %s: want from 0s to 5m", wait)
+			}
+			q := url.Values{"wait": {wait.String()}}
+			// Building a Go plugin can take a while on a cold cache.
+			ctx, cancel := context.WithTimeout(cmd.Context(), wait+5*time.Minute)
+			defer cancel()
+			resp, err := postAdmin(ctx, addr, token, "reload", pipeline, args, q)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(resp.Body)
+			if err != nil {
+				return fmt.Errorf("reload: reading the answer: %w", err)
+			}
+			var body struct {
+				Results []host.ReloadResult `json:"results"`
+				Error   string              `json:"error"`
+			}
+			if json.Unmarshal(raw, &body) != nil || body.Results == nil {
+				// A refusal (404, 401, 421…): JSON with an error, or text.
+				msg := body.Error
+				if msg == "" {
+					msg = strings.TrimSpace(string(raw))
+				}
+				if msg == "" {
+					msg = resp.Status
+				}
+				return fmt.Errorf("reload: %s", msg)
+			}
+			if len(body.Results) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no plugin operator to reload")
+			}
+			var failed []string
+			for _, r := range body.Results {
+				if r.Failed() {
+					failed = append(failed, r.String())
+					continue
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), r.String())
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("reload: %s", strings.Join(failed, "\n"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "admin", "", "the admin server's address, host:port (required)")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "only this pipeline")
+	cmd.Flags().StringVar(&token, "token", "", "bearer token (or $WEIR_ADMIN_TOKEN)")
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for a swapped version's probation to end (at most 5m; 0 answers at once)")
+	return cmd
 }

@@ -73,7 +73,10 @@ func newBrokerCmd(g *globalFlags) *cobra.Command {
 		Short: "Run a standalone in-process Kafka broker for tutorials and tests",
 		Long: `Run a Kafka broker (kfake, the real wire protocol) in this process until
 SIGINT or SIGTERM. Any Kafka client can connect to it. Its address is printed
-on standard output once it listens.`,
+on standard output once it listens. As Kafka's auto.create.topics.enable, a
+topic is created, with one partition, the first time a client that allows
+it (a producer, such as weir produce or a Kafka sink) asks for it; turn that
+off with --auto-create-topics=false.`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := g.logger(cmd.ErrOrStderr())
@@ -92,6 +95,7 @@ on standard output once it listens.`,
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:9092", "address to listen on, host:port")
 	cmd.Flags().StringVar(&opts.Topics, "topics", "", "topics to create, name:partitions[,name:partitions…]")
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "keep topics in this directory across restarts (default: in memory)")
+	cmd.Flags().BoolVar(&opts.AutoCreateTopics, "auto-create-topics", true, "create a topic on first use, as Kafka's auto.create.topics.enable")
 	return cmd
 }
 

@@ -8,12 +8,12 @@ import (
 )
 
 func TestStatusText(t *testing.T) {
-	wm := int64(1_700_000_000_000) // 22:13:20 UTC
+	wm, lag := int64(1_700_000_000_000), int64(42) // wm is 22:13:20 UTC
 	prev := host.Stats{Stages: []host.StageCounts{{Stage: "source", Out: 1000}, {Stage: "sink", Out: 900}}}
 	cur := host.Stats{
 		Stages:      []host.StageCounts{{Stage: "source", Out: 3500}, {Stage: "operator", In: 3500, Out: 3400, Dead: 2}, {Stage: "sink", Out: 3400}},
 		DeadLetter:  2,
-		ConsumerLag: 42,
+		ConsumerLag: &lag,
 		Watermark:   &wm,
 	}
 	got := statusText("p", cur, prev, 1)

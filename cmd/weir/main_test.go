@@ -95,6 +95,20 @@ sinks: [{name: out, type: stdout}]
 			wantErr:  []string{"pipeline.yaml:6:13", `"up"`, "no_version.wasm", "weir_abi_v1"},
 		},
 		{
+			name: "validate: a map plugin as a filter",
+			yaml: `name: p
+sources: [{name: in, type: stdin}]
+operators:
+  - name: f
+    type: filter
+    plugin: {{root}}/plugins/identity
+sinks: [{name: out, type: stdout}]
+`,
+			args:     []string{"validate", "pipeline.yaml"},
+			wantCode: 4,
+			wantErr:  []string{"pipeline.yaml:6:13", `operator "f"`, "the plugin implements map, not filter"},
+		},
+		{
 			name: "unknown field",
 			yaml: `name: p
 sources: [{name: in, type: stdin}]
@@ -267,7 +281,9 @@ func TestPluginCommands(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("plugin inspect: exit %d\n%s", res.Code, res.Stderr)
 	}
-	for _, want := range []string{"abi:     v1", "weir_map", "weir_alloc", "wasi_snapshot_preview1.fd_write"} {
+	// identity is a Go map plugin: it exports every operation's entry
+	// points, and inspect lists the one it registered.
+	for _, want := range []string{"abi:     v1", "ops:     map\n", "weir_map", "weir_filter", "weir_ops", "weir_alloc", "wasi_snapshot_preview1.fd_write"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, res.Stdout)
 		}

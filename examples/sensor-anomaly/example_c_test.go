@@ -81,3 +81,11 @@ func TestSensorAnomalyCModule(t *testing.T) {
 		t.Fatalf("output differs from expected-output.txt\n got:\n%s\nwant:\n%s\nstderr:\n%s", res.Stdout, want, res.Stderr)
 	}
 }
+
+// TestSensorAnomalyCMatchesPython is TestSensorAnomalyMatchesPython for
+// pipeline-c.yaml: with the serializer in C, weir still prints byte for
+// byte what the seed's Python code prints for the generated readings.
+func TestSensorAnomalyCMatchesPython(t *testing.T) {
+	needClang(t)
+	checkAgainstPython(t, "pipeline-c.yaml")
+}

@@ -9,8 +9,8 @@
 // same module instances.
 
 import { allocInput } from "weir/record";
-import { runBatch, runInit, OP_MAP, OP_FLAT_MAP, OP_FILTER } from "weir/core";
-import { runAggCreate, runAggAdd, runAggValues } from "weir/aggregate";
+import { runBatch, runInit, registeredBatchOps, OP_MAP, OP_FLAT_MAP, OP_FILTER, OPS_AGGREGATE } from "weir/core";
+import { runAggCreate, runAggAdd, runAggValues, hasAggregate } from "weir/aggregate";
 
 /** The ABI version marker; never called. */
 export function weir_abi_v1(): void {}
@@ -51,6 +51,15 @@ export function weir_agg_merge(ptr: usize, len: u32): u64 {
 
 export function weir_agg_result(ptr: usize, len: u32): u64 {
   return runAggValues(ptr, len, false);
+}
+
+/**
+ * The operations the plugin registered (ABI §4), so that the host refuses
+ * the module for an operator of another kind: the module exports every
+ * entry point. The register* calls ran in _initialize, before.
+ */
+export function weir_ops(): u32 {
+  return registeredBatchOps() | (hasAggregate() ? OPS_AGGREGATE : 0);
 }
 
 /**

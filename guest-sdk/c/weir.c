@@ -166,7 +166,7 @@ const char *weir_fmt(const char *fmt, ...) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* Exports every module has: version marker, allocator, init               */
+/* Exports every module has: version marker, allocator, init, ops          */
 
 EXPORT("weir_abi_v1") void weir__export_abi_v1(void) {}
 
@@ -210,6 +210,13 @@ EXPORT("weir_init") uint64_t weir__export_init(uint32_t ptr, uint32_t len) {
         weir_buf_str(&init_msg, "init failed");
     return pack(init_msg.data, init_msg.len);
 }
+
+/* The operations the registration macros recorded, for weir_ops. */
+static uint32_t registered_ops;
+
+void weir__add_op(uint32_t bit) { registered_ops |= bit; }
+
+EXPORT("weir_ops") uint32_t weir__export_ops(void) { return registered_ops; }
 
 /* ---------------------------------------------------------------------- */
 /* Frames                                                                  */

@@ -23,7 +23,8 @@
  * weir_filter, the four weir_agg_* exports), so a module exports exactly
  * the operations it implements, and the host rejects it at load time when
  * used as an operator of another kind. weir.c provides the exports every
- * module has (weir_abi_v1, weir_alloc, weir_init).
+ * module has (weir_abi_v1, weir_alloc, weir_init, and weir_ops, which
+ * reports the operations registered).
  *
  * Threading and lifetime: the host calls a module from one thread, one call
  * at a time. Records, their bytes and every pointer the SDK hands a
@@ -220,13 +221,29 @@ typedef void (*weir_agg_add_fn)(weir_buf *acc, const weir_record *r, weir_out *o
 typedef const char *(*weir_agg_merge_fn)(weir_bytes a, weir_bytes b, weir_buf *dst);
 typedef const char *(*weir_agg_result_fn)(weir_bytes acc, weir_buf *dst, bool *null);
 
+/* The operations a module registered, as it reports them to the host in
+ * the ABI's weir_ops export (one bit each). */
+#define WEIR_OP_MAP 1u
+#define WEIR_OP_FLAT_MAP 2u
+#define WEIR_OP_FILTER 4u
+#define WEIR_OP_AGGREGATE 8u
+
 /* The registration macros. Use each at most once, at file scope, followed
- * by a semicolon. */
+ * by a semicolon. Each also records its operation for weir_ops (in a
+ * constructor, which the reactor's _initialize runs). */
 #if defined(__wasm__)
 #define WEIR__EXPORT(name) __attribute__((export_name(name)))
 #else
 #define WEIR__EXPORT(name) /* native builds, for unit tests */
 #endif
+
+/* WEIR__OP ends a registration macro: a constructor that records the
+ * operation, then a declaration that takes the macro's semicolon. */
+#define WEIR__OP(name, bit)                                                   \
+    __attribute__((constructor)) static void weir__register_##name(void) {    \
+        weir__add_op(bit);                                                    \
+    }                                                                         \
+    struct weir__##name##_registered
 
 #define WEIR_INIT(fn)                                                         \
     __attribute__((constructor)) static void weir__register_init(void) {      \
@@ -239,21 +256,21 @@ typedef const char *(*weir_agg_result_fn)(weir_bytes acc, weir_buf *dst, bool *n
         uint32_t ptr, uint32_t len) {                                         \
         return weir__run_map(ptr, len, (fn));                                 \
     }                                                                         \
-    struct weir__map_registered
+    WEIR__OP(map, WEIR_OP_MAP)
 
 #define WEIR_FLAT_MAP(fn)                                                     \
     WEIR__EXPORT("weir_flat_map") uint64_t                   \
     weir__export_flat_map(uint32_t ptr, uint32_t len) {                       \
         return weir__run_flat_map(ptr, len, (fn));                            \
     }                                                                         \
-    struct weir__flat_map_registered
+    WEIR__OP(flat_map, WEIR_OP_FLAT_MAP)
 
 #define WEIR_FILTER(fn)                                                       \
     WEIR__EXPORT("weir_filter") uint64_t weir__export_filter( \
         uint32_t ptr, uint32_t len) {                                         \
         return weir__run_filter(ptr, len, (fn));                              \
     }                                                                         \
-    struct weir__filter_registered
+    WEIR__OP(filter, WEIR_OP_FILTER)
 
 #define WEIR_AGGREGATE(create, add, merge, result)                            \
     WEIR__EXPORT("weir_agg_create") uint64_t                 \
@@ -272,10 +289,12 @@ typedef const char *(*weir_agg_result_fn)(weir_bytes acc, weir_buf *dst, bool *n
     weir__export_agg_result(uint32_t ptr, uint32_t len) {                     \
         return weir__agg_result(ptr, len, (result));                          \
     }                                                                         \
-    struct weir__aggregate_registered
+    WEIR__OP(aggregate, WEIR_OP_AGGREGATE)
 
 /* The macros' implementation. */
 void weir__set_init(weir_init_fn fn);
+void weir__add_op(uint32_t bit);
+uint32_t weir__export_ops(void); /* the weir_ops export */
 uint64_t weir__run_map(uint32_t ptr, uint32_t len, weir_map_fn fn);
 uint64_t weir__run_flat_map(uint32_t ptr, uint32_t len, weir_flat_map_fn fn);
 uint64_t weir__run_filter(uint32_t ptr, uint32_t len, weir_filter_fn fn);

@@ -23,6 +23,7 @@ func TestDirectivesMatchABI(t *testing.T) {
 		"exportFlatMap": abi.ExportFlatMap,
 		"exportFilter":  abi.ExportFilter,
 		"exportGC":      abi.ExportGC,
+		"exportOps":     abi.ExportOps,
 
 		"exportAggCreate": abi.ExportAggCreate,
 		"exportAggAdd":    abi.ExportAggAdd,

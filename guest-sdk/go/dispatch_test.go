@@ -804,3 +804,33 @@ func BenchmarkMapKeep(b *testing.B) {
 		}
 	}
 }
+
+// TestRegisteredOps checks weir_ops's answer: the operations registered,
+// whatever the module exports.
+func TestRegisteredOps(t *testing.T) {
+	mapFn := func(r *Record) ([]byte, error) { return r.Value, nil }
+	filterFn := func(*Record) (bool, error) { return true, nil }
+	tests := []struct {
+		name     string
+		set, agg func()
+		want     []abi.Op
+	}{
+		{name: "nothing", set: func() {}},
+		{name: "map", set: func() { Map(mapFn) }, want: []abi.Op{abi.OpMap}},
+		{name: "map to", set: func() { MapTo(func(*Record, *Output) error { return nil }) }, want: []abi.Op{abi.OpMap}},
+		{name: "flat_map", set: func() { FlatMap(func(*Record, *Emitter) error { return nil }) }, want: []abi.Op{abi.OpFlatMap}},
+		{name: "filter", set: func() { Filter(filterFn) }, want: []abi.Op{abi.OpFilter}},
+		{name: "init only", set: func() { Init(func([]byte) error { return nil }) }},
+		{name: "aggregate", set: func() {}, agg: func() { Aggregate(sumFuncs()) }, want: []abi.Op{abi.OpAggregate}},
+		{name: "map and filter", set: func() { Map(mapFn); Filter(filterFn) }, want: []abi.Op{abi.OpMap, abi.OpFilter}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			setHandlers(t, tc.set)
+			setAggregate(t, tc.agg)
+			if got, want := registeredOps(), abi.OpSetOf(tc.want...); got != want {
+				t.Errorf("registeredOps() = %v, want %v", got, want)
+			}
+		})
+	}
+}

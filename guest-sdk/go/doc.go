@@ -33,9 +33,12 @@
 // Register at most one function of each kind: Map or MapTo for the map
 // operator, FlatMap for flat_map, Filter for filter, and optionally Init to
 // receive the operator's configuration. A Go binary's exports are fixed, so
-// the module exports all three batch entry points; calling one whose kind
-// has no registered function rejects every record of the batch with the
-// error "plugin has no <kind> handler".
+// the module exports all three batch entry points and the aggregate ones;
+// it reports the kinds registered through the ABI's weir_ops export, and
+// the host refuses at load a plugin used as an operator of another kind
+// ("the plugin implements map, not filter"). A host that does not ask
+// calls the entry point anyway, which rejects every record of the batch
+// with the error "plugin has no <kind> handler".
 //
 // Each function is called once per record of a batch, in batch order. It
 // answers with a value or with an error:

@@ -105,6 +105,13 @@ func exportAggMerge(ptr, n uint32) uint64 { return runAgg((*aggProcessor).merge,
 //go:wasmexport weir_agg_result
 func exportAggResult(ptr, n uint32) uint64 { return runAgg((*aggProcessor).result, ptr, n) }
 
+// exportOps reports the operations of the registered functions. The host
+// calls it after weir_init; the functions are registered in package init,
+// which _initialize ran before.
+//
+//go:wasmexport weir_ops
+func exportOps() uint32 { return uint32(registeredOps()) }
+
 // exportGC gives the Go runtime the scheduling point it needs to run the
 // garbage collector between export calls.
 //

@@ -1,5 +1,7 @@
 package weir
 
+import "github.com/weir-stream/weir/abi"
+
 // The function types below are called by the SDK on the instance's single
 // thread: InitFunc once when the host initialises the module, the others
 // once per record, in batch order, never concurrently.
@@ -90,4 +92,25 @@ func mustRegister(isNil, dup bool, kind string) {
 	if dup {
 		panic("weir: " + kind + " function already registered")
 	}
+}
+
+// registeredOps is the module's answer to abi.ExportOps: the operations
+// with a registered function, so that the host refuses the module at load
+// for an operator of another kind, although the module exports the entry
+// points of every operation.
+func registeredOps() abi.OpSet {
+	var s abi.OpSet
+	if handlers.mapFn != nil || handlers.mapTo != nil {
+		s |= abi.OpMap.Bit()
+	}
+	if handlers.flatMap != nil {
+		s |= abi.OpFlatMap.Bit()
+	}
+	if handlers.filter != nil {
+		s |= abi.OpFilter.Bit()
+	}
+	if aggHandler != nil {
+		s |= abi.OpAggregate.Bit()
+	}
+	return s
 }

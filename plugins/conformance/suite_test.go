@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -206,6 +207,64 @@ func TestConformanceWAT(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) { runConformance(t, path, tc) })
 	}
+}
+
+// opsTests load plugins as operators of each kind: a plugin used as an
+// operator of a kind it does not implement is refused at load, with a
+// message naming what it implements, whether it reports the operations it
+// registered (abi.ExportOps: every SDK) or not (the WAT modules, judged by
+// their exports).
+var opsTests = []struct {
+	name, plugin, op string
+	wantErr          string // "" when the plugin must load and run
+}{
+	{name: "map as filter", plugin: "fail_on", op: "filter", wantErr: "the plugin implements map, not filter"},
+	{name: "filter as map", plugin: "keep_even", op: "map", wantErr: "the plugin implements filter, not map"},
+	{name: "flat_map as map", plugin: "words", op: "map", wantErr: "the plugin implements flat_map, not map"},
+	{name: "map as map", plugin: "fail_on", op: "map"},
+	{name: "flat_map as flat_map", plugin: "words", op: "flat_map"},
+}
+
+// TestConformanceOps runs opsTests for every SDK and for the WAT modules.
+func TestConformanceOps(t *testing.T) {
+	for _, lang := range append(languages(t), "wat") {
+		t.Run(lang, func(t *testing.T) {
+			if testing.Short() && lang != "wat" {
+				t.Skip("builds the SDK's plugins")
+			}
+			have := plugins(t, lang)
+			for _, tc := range opsTests {
+				t.Run(tc.name, func(t *testing.T) {
+					path, ok := have[tc.plugin]
+					if !ok {
+						t.Skipf("no %s plugin in %s/", tc.plugin, lang)
+					}
+					runOps(t, path, tc.op, tc.wantErr)
+				})
+			}
+		})
+	}
+}
+
+// runOps loads the plugin at path as an operator of op, with one input:
+// refused with wantErr, or, for "", running.
+func runOps(t *testing.T, path, op, wantErr string) {
+	t.Helper()
+	in := []host.PluginInput{{Value: []byte(`{"name":"x","n":2}`)}}
+	_, err := host.RunPlugin(context.Background(), path, op, nil, in, "")
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("as a %s: %v", op, err)
+	case wantErr == "":
+		return
+	case err == nil:
+		t.Fatalf("as a %s: loaded, want it refused: %s", op, wantErr)
+	}
+	if !errors.Is(err, host.ErrPlugin) || !strings.Contains(err.Error(), fmt.Sprintf("operator %q (%s): ", "test", path)) ||
+		!strings.Contains(err.Error(), wantErr) {
+		t.Errorf("as a %s: %v\nwant a plugin error naming the operator and saying %q", op, err, wantErr)
+	}
+	t.Log(err)
 }
 
 func runConformance(t *testing.T, path string, tc conformanceTest) {

@@ -116,3 +116,17 @@ func CheckOutput(t testing.TB, dir string) {
 		t.Fatalf("output differs from expected-output.txt\n got:\n%s\nwant:\n%s\nstderr:\n%s", res.Stdout, want, res.Stderr)
 	}
 }
+
+// PollUntil calls cond every 20 ms until it returns true, failing the test
+// with what when timeout passes first. Tests wait with it, never with
+// fixed sleeps.
+func PollUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

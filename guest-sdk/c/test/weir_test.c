@@ -1,5 +1,6 @@
 /*
- * Unit tests of the C SDK's JSON helpers and buffers:
+ * Unit tests of the C SDK's JSON helpers and buffers, and of what the
+ * registration macros report in weir_ops:
  *
  *     cc -O2 -Wall -I. -o /tmp/weir_test test/weir_test.c weir.c -lm && /tmp/weir_test   (in guest-sdk/c)
  *
@@ -298,7 +299,20 @@ static void test_fast_matches_slow(void) {
     }
 }
 
+/* The registration macros record their operations for weir_ops: this
+ * test program registers a map and a filter. */
+static void ops_map(const weir_record *r, weir_out *out) { (void)r, (void)out; }
+static bool ops_filter(const weir_record *r, weir_out *out) { return (void)r, (void)out, true; }
+WEIR_MAP(ops_map);
+WEIR_FILTER(ops_filter);
+
+static void test_ops(void) {
+    uint32_t got = weir__export_ops();
+    CHECK(got == (WEIR_OP_MAP | WEIR_OP_FILTER), "weir_ops = %u, want map and filter (%u)", got, WEIR_OP_MAP | WEIR_OP_FILTER);
+}
+
 int main(void) {
+    test_ops();
     test_get();
     test_string();
     test_quote();

@@ -36,9 +36,12 @@
 //!
 //! Register at most one function of each kind, from init:
 //! [`register_map`], [`register_flat_map`], [`register_filter`] and
-//! [`register_aggregate`]. The module exports every entry point; a batch
-//! call of a kind without a function rejects each record with "plugin has no
-//! <kind> handler".
+//! [`register_aggregate`]. The module exports every entry point, and reports
+//! the kinds registered through the ABI's `weir_ops` export, so that the
+//! host refuses at load a plugin used as an operator of another kind ("the
+//! plugin implements map, not filter"). A host that does not ask calls the
+//! entry point anyway, which rejects each record with "plugin has no <kind>
+//! handler".
 //!
 //! Each function is called once per record, in batch order, and answers with
 //! a result or an [`Error`], which rejects that record: the host sends it to
@@ -319,6 +322,11 @@ macro_rules! plugin {
             }
 
             #[no_mangle]
+            pub extern "C" fn weir_ops() -> u32 {
+                $crate::__rt::ops()
+            }
+
+            #[no_mangle]
             pub extern "C" fn weir_gc() {
                 $crate::__rt::gc()
             }
@@ -438,6 +446,11 @@ pub mod __rt {
     /// weir_agg_result.
     pub fn agg_result(ptr: u32, len: u32) -> u64 {
         input(ptr, len, |frame| runtime::run_agg_values(frame, false, packed))
+    }
+
+    /// weir_ops: the kinds registered by the last init.
+    pub fn ops() -> u32 {
+        runtime::ops()
     }
 
     /// weir_gc.

@@ -401,6 +401,24 @@ pub(crate) fn run_init(config: &[u8], init: fn(&Config<'_>) -> Result<(), Error>
     }
 }
 
+/// The bits of weir_ops's answer (ABI section 4).
+pub(crate) const OP_MAP: u32 = 1;
+pub(crate) const OP_FLAT_MAP: u32 = 2;
+pub(crate) const OP_FILTER: u32 = 4;
+pub(crate) const OP_AGGREGATE: u32 = 8;
+
+/// weir_ops: the kinds with a registered function, as a bit set.
+pub(crate) fn ops() -> u32 {
+    HANDLERS.with(|h| {
+        let h = h.borrow();
+        let bit = |registered: bool, kind: u32| if registered { kind } else { 0 };
+        bit(h.map.is_some(), OP_MAP)
+            | bit(h.flat_map.is_some(), OP_FLAT_MAP)
+            | bit(h.filter.is_some(), OP_FILTER)
+            | bit(h.agg.is_some(), OP_AGGREGATE)
+    })
+}
+
 /// Runs f with the processor and the handlers.
 fn with_proc<T>(f: impl FnOnce(&mut Processor, &mut Handlers) -> T) -> T {
     PROC.with(|p| HANDLERS.with(|h| f(&mut p.borrow_mut(), &mut h.borrow_mut())))

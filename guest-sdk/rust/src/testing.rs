@@ -157,6 +157,12 @@ pub fn init(config: &str, f: fn(&Config<'_>) -> Result<(), Error>) -> Result<(),
     }
 }
 
+/// weir_ops: the kinds the last init registered, as the ABI's bit set
+/// (1 map, 2 flat_map, 4 filter, 8 aggregate).
+pub fn ops() -> u32 {
+    runtime::ops()
+}
+
 /// Runs one batch of inputs through the registered function for op, and
 /// returns the output frame's entries.
 pub fn run(op: Op, inputs: &[Input]) -> Vec<Entry> {

@@ -270,3 +270,47 @@ fn headers_and_frames() {
     let frame = testing::batch_frame(&[Input { timestamp: 5, ..Input::keyed("k", "v") }]);
     assert_eq!(frame, [1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, b'k', 1, 0, 0, 0, b'v', 0, 0, 0, 0]);
 }
+
+#[test]
+fn registered_ops() {
+    fn nothing(_: &Config) -> Result<(), Error> {
+        Ok(())
+    }
+    fn map(_: &Config) -> Result<(), Error> {
+        weir::register_map(|_, _| Ok(()));
+        Ok(())
+    }
+    fn flat_map(_: &Config) -> Result<(), Error> {
+        weir::register_flat_map(|_, _| Ok(()));
+        Ok(())
+    }
+    fn filter(_: &Config) -> Result<(), Error> {
+        weir::register_filter(|_| Ok(true));
+        Ok(())
+    }
+    fn aggregate(_: &Config) -> Result<(), Error> {
+        weir::register_aggregate(Avg);
+        Ok(())
+    }
+    fn by_config(c: &Config) -> Result<(), Error> {
+        if c.bool("filter", false)? {
+            weir::register_filter(|_| Ok(true));
+        } else {
+            weir::register_map(|_, _| Ok(()));
+        }
+        Ok(())
+    }
+    let cases: &[(&str, &str, fn(&Config) -> Result<(), Error>, u32)] = &[
+        ("nothing", "{}", nothing, 0),
+        ("map", "{}", map, 1),
+        ("flat_map", "{}", flat_map, 2),
+        ("filter", "{}", filter, 4),
+        ("aggregate", "{}", aggregate, 8),
+        ("chosen by the config: map", "{}", by_config, 1),
+        ("chosen by the config: filter", r#"{"filter":true}"#, by_config, 4),
+    ];
+    for (name, config, init, want) in cases {
+        testing::init(config, *init).unwrap();
+        assert_eq!(testing::ops(), *want, "{}", name);
+    }
+}

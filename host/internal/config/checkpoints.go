@@ -95,20 +95,39 @@ func (d *decoder) crossCheckCheckpoints(p *Pipeline) {
 	if c.Delivery != ExactlyOnce {
 		return
 	}
-	kafkaSources := 0
+	d.crossCheckExactlyOnce(p)
+}
+
+// crossCheckExactlyOnce checks that every output of an exactly-once
+// pipeline can take back what it wrote after the last checkpoint: Kafka
+// outputs through the Kafka transaction, which is the one Kafka source's
+// consumer group's, so a pipeline that reads or writes Kafka reads only
+// it; files by being cut back to the length the checkpoint recorded, which
+// works with any source that resumes from the checkpoint.
+func (d *decoder) crossCheckExactlyOnce(p *Pipeline) {
+	c := &p.Checkpoints
+	kafkaSources, writesKafka := 0, p.DeadLetter.Type == DeadLetterKafka
 	for i := range p.Sources {
-		if s := &p.Sources[i]; s.Type != SourceKafka {
-			d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sources: a %s source cannot take part in a Kafka transaction", s.Type)
-		} else {
+		if p.Sources[i].Type == SourceKafka {
 			kafkaSources++
+		}
+	}
+	for i := range p.Sinks {
+		writesKafka = writesKafka || p.Sinks[i].Type == SinkKafka
+	}
+	if kafkaSources > 0 || writesKafka {
+		for i := range p.Sources {
+			if s := &p.Sources[i]; s.Type != SourceKafka {
+				d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sources when it reads or writes Kafka: a %s source cannot take part in the Kafka transaction", s.Type)
+			}
 		}
 	}
 	if kafkaSources > 1 {
 		d.errAt(c.At("delivery"), "checkpoints.delivery", "exactly_once delivery supports one Kafka source (one consumer group per transaction); this pipeline has %d", kafkaSources)
 	}
 	for i := range p.Sinks {
-		if s := &p.Sinks[i]; s.Type != SinkKafka && s.Type != SinkDiscard {
-			d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sinks: a %s sink cannot take back what it wrote when a transaction aborts", s.Type)
+		if s := &p.Sinks[i]; s.Type != SinkKafka && s.Type != SinkFile && s.Type != SinkDiscard {
+			d.errAt(s.Pos, s.Where, "exactly_once delivery needs Kafka sinks, files or discard: a %s sink cannot take back what it wrote after a failure", s.Type)
 		}
 	}
 }

@@ -96,6 +96,10 @@ operators:
     type: map
     plugin: plugins/double.wasm
     batch_size: 64
+    timeout: none
+    max_state_value: 1MiB
+    max_batch_state: 4MiB
+    max_batch_output: 1.5MiB
 sinks:
   - name: out
     type: stdout
@@ -175,8 +179,11 @@ func TestParseValidPipeline(t *testing.T) {
 		t.Errorf("detect = %d %d %v", detect.BatchSize, detect.MemoryLimitPages, detect.Timeout)
 	}
 	if double.PluginKind != PluginWasm || double.BatchSize != 64 || double.MemoryLimitPages != DefaultMemoryLimitPages ||
-		double.Timeout != 0 || string(double.ConfigJSON) != "{}" {
+		double.Timeout != NoTimeout || string(double.ConfigJSON) != "{}" {
 		t.Errorf("double = %+v", double)
+	}
+	if want := (PluginLimits{StateValue: 1 << 20, StateBytes: 4 << 20, OutputBytes: 3 << 19}); double.Limits != want || detect.Limits != (PluginLimits{}) {
+		t.Errorf("limits: double %+v (want %+v), detect %+v", double.Limits, want, detect.Limits)
 	}
 
 	if len(p.Sinks) != 2 || p.Sinks[0].Format != SinkFormatRaw || p.Sinks[1].Format != SinkFormatJSON ||
@@ -413,6 +420,23 @@ sinks: [{name: out, type: stdout}]
 		},
 	},
 	{
+		name: "plugin limits",
+		doc: `name: p
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+operators:
+  - {name: a, type: map, plugin: plugins/double.wasm, timeout: 0s}
+  - {name: b, type: map, plugin: plugins/double.wasm, max_state_value: 17MiB, max_batch_state: lots}
+  - {name: c, type: map, plugin: plugins/double.wasm, max_batch_output: 0}
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:4:64: operators[0] "a".timeout: must be greater than 0; write none for no deadline (a plugin that never returns then holds its worker)`,
+			`pipeline.yaml:5:72: operators[1] "b".max_state_value: must be at most 16777216 bytes (16MiB), got 17MiB`,
+			`pipeline.yaml:5:96: operators[1] "b".max_batch_state: invalid size "lots" (want a positive number of bytes, or a number with KiB, MiB, GiB, KB, MB or GB)`,
+			`pipeline.yaml:6:73: operators[2] "c".max_batch_output: invalid size "0" (want a positive number of bytes, or a number with KiB, MiB, GiB, KB, MB or GB)`,
+		},
+	},
+	{
 		name: "generator field checks",
 		doc: `name: p
 sources:
@@ -463,7 +487,7 @@ sinks: [{name: out, type: stdout}]
 	{
 		name: "invalid YAML",
 		doc:  "name: p\nsources: [\n",
-		want: []string{`pipeline.yaml:2: invalid YAML: did not find expected node content`},
+		want: []string{`pipeline.yaml:2:10: invalid YAML: did not find expected node content`},
 	},
 	{
 		name: "empty document",
@@ -728,7 +752,6 @@ dead_letter: {type: kafka, topic: d}
 		},
 		want: []string{
 			`pipeline.yaml:4:18: kafka.tls.ca_file: file "nope.pem" does not exist (resolved to $DIR/nope.pem)`,
-			`pipeline.yaml:5:13: kafka.embedded: an embedded broker is only started when no brokers are given (brokers at $WEIR_KAFKA_BROKERS)`,
 			`$WEIR_DEAD_LETTER_TOPIC: dead_letter.topic: invalid topic name "..": "." and ".." are not allowed`,
 			`$WEIR_KAFKA_BROKERS: kafka.brokers[1]: must not be empty`,
 			`$WEIR_KAFKA_BROKERS: kafka.brokers[2]: invalid address "b": missing port (want host:port)`,
@@ -903,9 +926,9 @@ func TestEnvOverrides(t *testing.T) {
 	checkEnvOverrides(t, dir, p)
 }
 
-// TestEnvOverridesViper goes through viper and the process environment,
+// TestEnvOverridesFromTheEnvironment goes through OSEnv and the process environment,
 // via both Load and Parse(…, OSEnv()).
-func TestEnvOverridesViper(t *testing.T) {
+func TestEnvOverridesFromTheEnvironment(t *testing.T) {
 	dir := setupDir(t)
 	for k, v := range envOverrides {
 		t.Setenv(k, v)

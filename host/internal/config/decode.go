@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,47 +94,39 @@ func (d *decoder) finishErrors() Errors {
 	return out
 }
 
-var yamlLineErr = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // parseYAML parses data into a node tree and returns the root node of its
 // single document, or nil after recording an error.
 func (d *decoder) parseYAML(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.errAt(Pos{File: d.file}, "", "empty pipeline file")
-		} else {
-			d.yamlError(err)
-		}
-		return nil
-	}
-	var extra yaml.Node
-	switch err := dec.Decode(&extra); {
+	doc, extra, read, err := decodeYAML(data)
+	switch {
 	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.yamlError(err)
+		d.errAt(Pos{File: d.file}, "", "empty pipeline file")
 		return nil
-	default:
-		d.errorf(&extra, "", "only one YAML document is allowed, found another")
+	case err != nil:
+		d.yamlError(data, read, err)
+		return nil
+	case extra != nil:
+		d.errorf(extra, "", "only one YAML document is allowed, found another")
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
 		d.errAt(Pos{File: d.file}, "", "empty pipeline file")
 		return nil
 	}
-	d.budget = 16*countNodes(&doc) + 10000
+	d.budget = 16*countNodes(doc) + 10000
 	return doc.Content[0]
 }
 
-func (d *decoder) yamlError(err error) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		d.errAt(Pos{File: d.file, Line: line}, "", "invalid YAML: %s", m[2])
-		return
+// yamlError records the syntax error err, met with data[:read] read, at
+// the offending line and column (see locateYAMLError), or at the line
+// yaml.v3 names when that cannot be found.
+func (d *decoder) yamlError(data []byte, read int, err error) {
+	line, msg := splitYAMLError(err)
+	pos := Pos{File: d.file, Line: line}
+	if l, c, ok := locateYAMLError(data, msg, read); ok {
+		pos.Line, pos.Col = l, c
 	}
-	d.errAt(Pos{File: d.file}, "", "invalid YAML: %s", msg)
+	d.errAt(pos, "", "invalid YAML: %s", msg)
 }
 
 // countNodes counts the nodes of the tree without following aliases.

@@ -91,8 +91,14 @@
 //	    plugin: plugins/x   # map/flat_map/filter: required; a .wasm file or a folder of plugin source (Go, Rust, C, AssemblyScript)
 //	    config: {k: 1}      # optional, any YAML; becomes Operator.ConfigJSON
 //	    batch_size: 256     # optional, 1..65536, default engine.batch_size
-//	    memory_limit_pages: 1024  # 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB)
-//	    timeout: 0s         # per-batch deadline, >= 0; 0 (default) = none
+//	    memory_limit_pages: 1024  # the guest's memory, 64 KiB Wasm pages, 1..65536, default 1024 (64 MiB); a grow past it fails in the guest
+//	    timeout: 5s         # deadline of each call into the plugin (start-up, a batch, one record re-run), > 0, default 5s;
+//	                        #   a call past it is interrupted: its record is dead-lettered, the run goes on;
+//	                        #   none = no deadline (unsafe: a plugin that never returns holds its worker and the drain)
+//	    max_state_value: 16MiB    # a state value, default and most 16MiB; a put over it fails its record
+//	    max_batch_state: 32MiB    # state one call may write (a record's rewrite of a key replaces), default 32MiB
+//	    max_batch_output: 32MiB   # output one call may produce (bytes, plus about 100 per record), default 32MiB
+//	                        #   a call over a max_ is re-run record by record; a record over it alone is dead-lettered naming it
 //	    shadow: plugins/next  # optional: a candidate run beside plugin on the same input, outputs compared, until promoted
 //	    state_ttl: 24h      # optional: the plugin's state values expire this long after their last write
 //	    state_ttl_time: processing  # processing (default: the wall clock) | event (record times and the watermark)
@@ -107,6 +113,7 @@
 //	    time_format: sql    # window_start/window_end: sql (yyyy-MM-dd HH:mm:ss, default) | epoch_ms | rfc3339
 //	    aggregates:         # at least one; output fields in this order after key, window_start, window_end
 //	      - {func: sum, field: ampere_hour, as: charge_consumed}  # sum|count|avg|min|max|first|last|count_distinct (exact: N)
+//	    # or, instead of aggregates, a Wasm aggregate: plugin, config, memory_limit_pages and timeout as for map
 //	  - name: sums
 //	    type: rolling       # SQL OVER: each record, once the watermark passes it, with aggregates over trailing windows
 //	    order: range        # range (default): [t-range, t], peers included | rows: the current row and rows-1 before it
@@ -140,7 +147,7 @@
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database
 //	    format: json        # stdout, file, kafka: json | raw, default json
-//	    path: out.jsonl     # file: required; its directory must exist
+//	    path: out.jsonl     # file: required; its directory must exist; appended to, kept on resume (see "File outputs")
 //	  - name: alerts
 //	    type: kafka
 //	    topic: sensor.alerts       # exactly one of topic (a topic name)
@@ -162,13 +169,13 @@
 //	  dir: state            # badger: required; relative to the pipeline dir; its parent must exist
 //	checkpoints:            # optional: consistent checkpoints of state and source positions
 //	  interval: 5s          # from the end of one to the start of the next; default 5s
-//	  delivery: at_least_once  # at_least_once (default) | exactly_once (Kafka source and sinks,
-//	                        #   one Kafka transaction per checkpoint; readers use read_committed)
+//	  delivery: at_least_once  # at_least_once (default) | exactly_once (Kafka outputs: one Kafka transaction per
+//	                        #   checkpoint, readers use read_committed; files: cut back to the checkpoint on restart)
 //	  changelog_topic: p-changelog  # runs with a Kafka source and keyed state; default "<name>-changelog"
 //	  transactional_id: weir-p      # exactly_once; default "weir-<name>" (without keyed state, "-<instance_id or host name>" appended); stable across restarts
 //	dead_letter:            # optional, default {type: stderr}
 //	  type: file            # stderr | file | kafka
-//	  path: dlq.jsonl       # file: required; its directory must exist
+//	  path: dlq.jsonl       # file: required; its directory must exist; appended to, kept on resume, as a file sink
 //	  topic: weir.dlq       # kafka: required topic name
 //
 // Kafka topic names are 1 to 249 ASCII letters, digits, '.', '_' and '-',
@@ -181,9 +188,32 @@
 //
 // Checkpoints need the badger state backend (they are kept with the state)
 // and sources that can resume: Kafka, a file, a generator, not standard
-// input. exactly_once delivery needs one Kafka source and only Kafka (or
-// discard) sinks, since every output must be able to take part in the
-// checkpoint's Kafka transaction.
+// input. exactly_once delivery needs outputs that can take back what they
+// wrote after the last checkpoint: Kafka sinks and a Kafka dead-letter
+// topic, through the checkpoint's Kafka transaction (so a pipeline that
+// reads or writes Kafka reads one Kafka source and nothing else), files,
+// and discard.
+//
+// File outputs. A file sink and a file dead-letter output each append to
+// one file. A run with nothing to resume from (no checkpoints, or none
+// taken yet) truncates the file before it writes, as `> out.jsonl` would:
+// the file holds that run's output. A run resuming from a checkpoint keeps
+// what earlier runs wrote. Each checkpoint first makes the files durable
+// (fsync), so no checkpoint covers input whose results a crash can lose.
+// With at_least_once, a resumed run appends after the file's last complete
+// line (a line a crash cut short is dropped): every result is in the file,
+// and those written after the last checkpoint before a crash can be there
+// twice, since their input is processed again. With exactly_once, each
+// checkpoint records the files' lengths with the state and source
+// positions, and a resumed run cuts each file back to its length and
+// appends: every result is in the file once. A file shorter than its
+// recorded length (truncated or replaced since) stops the run at start
+// with an error saying so. A file is local: a run resuming on another
+// machine (a standby taking over) writes its own copy, which exactly_once
+// requires to hold what the checkpoint recorded. A pipeline that reads
+// Kafka and keeps no keyed state resumes from the consumer group's
+// offsets, not the checkpoint's; there, exactly_once allows no file sink,
+// and a dead-letter file is appended to as with at_least_once.
 //
 // Generator sequences yield start, start+1, …, end. With count 0 the source
 // ends once a bounded sequence is exhausted; with count > 0 sequences wrap
@@ -253,10 +283,10 @@
 // resolve against the pipeline directory like those in the file. A variable set to the empty string
 // counts as unset. Variables that match no field are ignored.
 //
-// Load reads the process environment through viper (OSEnv: env prefix
-// WEIR, AutomaticEnv, a key replacer implementing the rule above). Parse
-// takes the lookup as a function so tests and the fuzz test can inject one;
-// tests of the viper path set variables with t.Setenv and pass OSEnv().
+// Load reads the process environment with OSEnv (os.LookupEnv of the names
+// the rule above gives). Parse takes the lookup as a function so tests and
+// the fuzz test can inject one; tests of the process environment set
+// variables with t.Setenv and pass OSEnv().
 //
 // The package logs nothing.
 package config

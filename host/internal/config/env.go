@@ -1,9 +1,8 @@
 package config
 
 import (
+	"os"
 	"strings"
-
-	"github.com/spf13/viper"
 )
 
 // EnvPrefix is the prefix of every environment variable that overrides a
@@ -46,34 +45,21 @@ func envNorm(s string) string {
 	return b.String()
 }
 
-// envReplacer is viper's env key replacer: it maps a viper key (already
-// prefixed and uppercased by viper) to the variable name EnvName produces.
-type envReplacer struct{}
-
-// Replace implements viper.StringReplacer.
-func (envReplacer) Replace(s string) string { return envNorm(s) }
-
 // OSEnv returns an environment lookup for Parse that reads the process
-// environment through viper (prefix WEIR, AutomaticEnv). It takes full
-// variable names such as "WEIR_ENGINE_BATCH_SIZE" and, like viper by default,
-// treats a variable that is set but empty as unset. Load uses it.
+// environment. It takes full variable names such as
+// "WEIR_ENGINE_BATCH_SIZE", only ones with the prefix EnvPrefix and '_',
+// and treats a variable that is set but empty as unset. Load uses it.
+//
+// The part of the name after the prefix is normalized, as by EnvName
+// (which leaves its own names unchanged), after lowercasing: so
+// "WEIR_engine_batch-size" reads WEIR_ENGINE_BATCH_SIZE.
 func OSEnv() func(name string) (string, bool) {
-	// viper.EnvKeyReplacer is the option form of SetEnvKeyReplacer that
-	// takes any StringReplacer rather than a *strings.Replacer.
-	v := viper.NewWithOptions(viper.EnvKeyReplacer(envReplacer{}))
-	v.SetEnvPrefix(EnvPrefix)
-	v.AutomaticEnv()
 	return func(name string) (string, bool) {
 		key, ok := strings.CutPrefix(name, EnvPrefix+"_")
 		if !ok || key == "" {
 			return "", false
 		}
-		// The key has no '.', so viper treats it as flat; it prefixes
-		// "WEIR_", uppercases and applies envReplacer to get back name.
-		key = strings.ToLower(key)
-		if !v.IsSet(key) {
-			return "", false
-		}
-		return v.GetString(key), true
+		v, ok := os.LookupEnv(EnvPrefix + "_" + envNorm(strings.ToUpper(strings.ToLower(key))))
+		return v, ok && v != ""
 	}
 }

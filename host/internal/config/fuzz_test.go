@@ -189,7 +189,8 @@ func checkPipeline(t *testing.T, p *Pipeline) {
 				t.Errorf("ConfigJSON not valid JSON: %s", op.ConfigJSON)
 			}
 			if op.BatchSize < 1 || op.BatchSize > MaxBatchSize || op.MemoryLimitPages < 1 ||
-				op.MemoryLimitPages > MaxMemoryLimitPages || op.Timeout < 0 {
+				op.MemoryLimitPages > MaxMemoryLimitPages || (op.Timeout < 0 && op.Timeout != NoTimeout) ||
+				op.Limits.StateValue < 0 || op.Limits.StateValue > MaxStateValue || op.Limits.StateBytes < 0 || op.Limits.OutputBytes < 0 {
 				t.Errorf("operator out of range: %+v", op)
 			}
 		case op.Type == OperatorWindow, op.Type == OperatorRolling:

@@ -45,63 +45,85 @@ func (d *decoder) kafka(n *yaml.Node, fallback Pos) Kafka {
 	if o == nil {
 		return k
 	}
-	items, bst := o.listOf("brokers", kList)
-	brokersGiven := bst == good && len(items) > 0
-	if bst == good {
-		var brokers []string
-		ok := true
-		for i, item := range items {
-			path := fmt.Sprintf("%s[%d]", o.path("brokers"), i)
-			s, v, good := d.strItem(item, path)
-			if !good {
-				ok = false
-				continue
-			}
-			if err := checkHostPort(s, false); err != nil {
-				d.errorf(v, path, "invalid address %q: %v", s, err)
-				ok = false
-				continue
-			}
-			brokers = append(brokers, s)
-		}
-		if ok {
-			k.Brokers = brokers
-		}
-	}
+	brokersGiven := d.kafkaBrokers(o, &k)
 	if s, st := o.nonEmpty("client_id"); st == good {
 		k.ClientID = s
 	}
 	d.kafkaSASL(o, &k.SASL)
 	d.kafkaTLS(o, &k.TLS)
-
-	e := &k.Embedded
-	eo, given := d.subBlock(o, "embedded", &e.Meta)
-	if eo != nil {
-		e.Listen, e.Partitions = DefaultEmbeddedListen, DefaultPartitions
-		if s, st := eo.nonEmpty("listen"); st == good {
-			if err := checkHostPort(s, true); err != nil {
-				eo.fail("listen", eo.get("listen", kString), "invalid address %q: %v", s, err)
-			} else {
-				e.Listen = s
-			}
-		}
-		if v, st := eo.int("partitions", 1, MaxPartitions); st == good {
-			e.Partitions = int(v)
-		}
-		if s, v, st := eo.strNode("data_dir"); st == good && s != "" {
-			e.DataDir = d.abs(s)
-			d.checkDataDir(eo, v, s, e.DataDir)
-		}
-		eo.finish(embeddedFields, embeddedFields, "the embedded block")
-	}
+	// A brokers override (the environment) wins over the file's embedded
+	// block, so that one file runs on the embedded broker and, with
+	// $WEIR_KAFKA_BROKERS, against a cluster. Brokers in the file beside
+	// an embedded block contradict each other.
+	overridden := brokersGiven && k.At("brokers").IsEnv()
+	given := d.kafkaEmbedded(o, &k.Embedded, overridden)
 	if brokersGiven {
-		if given {
-			d.errAt(e.Pos, e.Where, "an embedded broker is only started when no brokers are given (brokers at %s)", k.At("brokers"))
+		if given && !overridden {
+			d.errAt(k.Embedded.Pos, k.Embedded.Where, "an embedded broker is only started when no brokers are given (brokers at %s)", k.At("brokers"))
 		}
-		*e = KafkaEmbedded{Meta: e.Meta}
+		k.Embedded = KafkaEmbedded{Meta: k.Embedded.Meta}
 	}
 	o.finish(kafkaFields, kafkaFields, "the kafka block")
 	return k
+}
+
+// kafkaBrokers decodes kafka.brokers into k.Brokers and reports whether a
+// non-empty list was given, in the file or the environment.
+func (d *decoder) kafkaBrokers(o *object, k *Kafka) bool {
+	items, st := o.listOf("brokers", kList)
+	if st != good {
+		return false
+	}
+	var brokers []string
+	ok := true
+	for i, item := range items {
+		path := fmt.Sprintf("%s[%d]", o.path("brokers"), i)
+		s, v, good := d.strItem(item, path)
+		if !good {
+			ok = false
+			continue
+		}
+		if err := checkHostPort(s, false); err != nil {
+			d.errorf(v, path, "invalid address %q: %v", s, err)
+			ok = false
+			continue
+		}
+		brokers = append(brokers, s)
+	}
+	if ok {
+		k.Brokers = brokers
+	}
+	return len(items) > 0
+}
+
+// kafkaEmbedded decodes kafka.embedded into e and reports whether the file
+// has the block. With overridden (the environment names brokers) the
+// block does not apply: its fields are still checked for typos, but not
+// its data directory.
+func (d *decoder) kafkaEmbedded(o *object, e *KafkaEmbedded, overridden bool) bool {
+	eo, given := d.subBlock(o, "embedded", &e.Meta)
+	if eo == nil {
+		return given
+	}
+	e.Listen, e.Partitions = DefaultEmbeddedListen, DefaultPartitions
+	if s, st := eo.nonEmpty("listen"); st == good {
+		if err := checkHostPort(s, true); err != nil {
+			eo.fail("listen", eo.get("listen", kString), "invalid address %q: %v", s, err)
+		} else {
+			e.Listen = s
+		}
+	}
+	if v, st := eo.int("partitions", 1, MaxPartitions); st == good {
+		e.Partitions = int(v)
+	}
+	if s, v, st := eo.strNode("data_dir"); st == good && s != "" {
+		e.DataDir = d.abs(s)
+		if !overridden {
+			d.checkDataDir(eo, v, s, e.DataDir)
+		}
+	}
+	eo.finish(embeddedFields, embeddedFields, "the embedded block")
+	return given
 }
 
 // subBlock starts decoding the optional block field of parent, such as

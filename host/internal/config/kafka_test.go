@@ -300,9 +300,9 @@ func TestKafkaEnvOverrides(t *testing.T) {
 	}
 }
 
-// TestKafkaEnvOverridesViper goes through viper and the process
+// TestKafkaEnvOverridesFromTheEnvironment goes through OSEnv and the process
 // environment, via Load.
-func TestKafkaEnvOverridesViper(t *testing.T) {
+func TestKafkaEnvOverridesFromTheEnvironment(t *testing.T) {
 	dir := setupDir(t)
 	for k, v := range kafkaEnvOverrides {
 		t.Setenv(k, v)
@@ -392,6 +392,51 @@ func TestParseKafkaStopAt(t *testing.T) {
 			}
 			if err != nil || p.Sources[0].StopAt != tt.want {
 				t.Fatalf("Parse = %v, %v", p, err)
+			}
+		})
+	}
+}
+
+// TestKafkaBrokersOverrideEmbedded: brokers from the environment win over
+// the file's embedded block, which then does not apply (its data_dir is
+// not checked, its defaults are not set), while brokers written in the
+// file beside an embedded block are still a contradiction.
+func TestKafkaBrokersOverrideEmbedded(t *testing.T) {
+	const embedded = "name: p\nkafka:\n  %s\n  embedded: {partitions: 3, data_dir: gone/kafka}\n" +
+		"sources: [{name: r, type: kafka, topics: [r]}]\nsinks: [{name: out, type: kafka, topic: o}]\n"
+	tests := []struct {
+		name    string
+		brokers string // a line of the kafka block
+		env     map[string]string
+		want    string // the error; "" for none
+	}{
+		{"environment", "client_id: c", map[string]string{"WEIR_KAFKA_BROKERS": "h1:9092,h2:9093"}, ""},
+		{"environment over the file's brokers", "brokers: [file:9092]", map[string]string{"WEIR_KAFKA_BROKERS": "h1:9092,h2:9093"}, ""},
+		{"file", "brokers: [file:9092]", nil, "kafka.embedded: an embedded broker is only started when no brokers are given (brokers at pipeline.yaml:3:12)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			setupDir(t)
+			doc := strings.Replace(embedded, "%s", tc.brokers, 1)
+			p, err := Parse("pipeline.yaml", []byte(doc), mapEnv(tc.env))
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := p.Kafka
+			if k.IsEmbedded() || strings.Join(k.Brokers, ",") != "h1:9092,h2:9093" || k.At("brokers").String() != "$WEIR_KAFKA_BROKERS" {
+				t.Errorf("brokers %q at %v, embedded %v", k.Brokers, k.At("brokers"), k.IsEmbedded())
+			}
+			if e := k.Embedded; e.Partitions != 0 || e.DataDir != "" || e.Listen != "" {
+				t.Errorf("the overridden embedded block applies: %+v", e)
+			}
+			if _, ok := k.Positions["embedded"]; !ok {
+				t.Error("the file's embedded block is not recorded")
 			}
 		})
 	}

@@ -45,8 +45,9 @@ var (
 		OperatorTableJoin: tableJoinFields,
 		OperatorJoin:      joinFields,
 	}
-	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout", "state_ttl", "state_ttl_time"}
-	sinkFields   = map[SinkType][]string{
+	pluginFields = []string{"name", "type", "plugin", "shadow", "config", "batch_size", "memory_limit_pages", "timeout",
+		"max_state_value", "max_batch_state", "max_batch_output", "state_ttl", "state_ttl_time"}
+	sinkFields = map[SinkType][]string{
 		SinkStdout:  {"name", "type", "format"},
 		SinkFile:    {"name", "type", "format", "path"},
 		SinkDiscard: {"name", "type"},
@@ -480,9 +481,7 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		if v, st := o.int("memory_limit_pages", 1, MaxMemoryLimitPages); st == good {
 			op.MemoryLimitPages = int(v)
 		}
-		if v, st := o.duration("timeout"); st == good {
-			op.Timeout = v
-		}
+		d.pluginLimits(o, &op)
 		ttl, tst := o.duration("state_ttl")
 		if tst == good {
 			switch {
@@ -513,6 +512,46 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 	}
 	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
 	return op, true
+}
+
+// pluginLimits reads the sandbox's bounds on a plugin's calls: timeout
+// (a duration, or none) and the max_ sizes.
+func (d *decoder) pluginLimits(o *object, op *Operator) {
+	pluginTimeout(o, op)
+	op.Limits.StateValue = o.size("max_state_value", MaxStateValue)
+	op.Limits.StateBytes = o.size("max_batch_state", math.MaxInt32)
+	op.Limits.OutputBytes = o.size("max_batch_output", math.MaxInt32)
+}
+
+// pluginTimeout reads a plugin's timeout: a duration, or none.
+func pluginTimeout(o *object, op *Operator) {
+	if n := o.get("timeout", kString); n != nil && n.Kind == yaml.ScalarNode && n.Value == "none" {
+		op.Timeout = NoTimeout
+	} else if v, st := o.duration("timeout"); st == good {
+		if v == 0 {
+			o.fail("timeout", n, "must be greater than 0; write none for no deadline (a plugin that never returns then holds its worker)")
+		}
+		op.Timeout = v
+	}
+}
+
+// size gets a byte size field (see parseBytes) between 1 and hi; 0 when
+// absent or invalid.
+func (o *object) size(name string, hi int64) int {
+	s, n, st := o.strNode(name)
+	if st != good {
+		return 0
+	}
+	b, err := parseBytes(s)
+	switch {
+	case err != nil:
+		o.fail(name, n, "%v", err)
+	case b > hi:
+		o.fail(name, n, "must be at most %d bytes (%dMiB), got %s", hi, hi>>20, s)
+	default:
+		return int(b)
+	}
+	return 0
 }
 
 func joinEnv(prefix, field string) string {

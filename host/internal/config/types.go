@@ -412,9 +412,14 @@ type Operator struct {
 	// ConfigJSON is the plugin config as compact JSON with mapping keys in
 	// YAML document order. It is {} when config is absent or null.
 	ConfigJSON       []byte
-	BatchSize        int           // records per plugin call; defaults to Engine.BatchSize
-	MemoryLimitPages int           // 64 KiB Wasm pages, 1..MaxMemoryLimitPages, default DefaultMemoryLimitPages
-	Timeout          time.Duration // per-batch deadline; 0 = none
+	BatchSize        int // records per plugin call; defaults to Engine.BatchSize
+	MemoryLimitPages int // 64 KiB Wasm pages, 1..MaxMemoryLimitPages, default DefaultMemoryLimitPages
+	// Timeout bounds each call into the plugin; 0 = the default (5s),
+	// NoTimeout = none.
+	Timeout time.Duration
+	// Limits bound what one plugin call may make the host hold; 0 fields
+	// = the defaults.
+	Limits PluginLimits
 	// StateTTL expires the plugin's state values not written for this
 	// long; 0 = never. StateTTLEventTime measures it in event time.
 	StateTTL          time.Duration
@@ -482,4 +487,19 @@ type DeadLetter struct {
 	Type  DeadLetterType // default DeadLetterStderr
 	Path  string         // file: absolute path; its parent directory exists
 	Topic string         // kafka: a valid Kafka topic name
+}
+
+// NoTimeout is Operator.Timeout for "timeout: none".
+const NoTimeout time.Duration = -1
+
+// MaxStateValue is the most max_state_value may be: the ABI's bound on a
+// state value.
+const MaxStateValue = 16 << 20
+
+// PluginLimits are a plugin operator's max_state_value, max_batch_state and
+// max_batch_output, in bytes; 0 = the default.
+type PluginLimits struct {
+	StateValue  int
+	StateBytes  int
+	OutputBytes int
 }

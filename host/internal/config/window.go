@@ -80,7 +80,8 @@ type EventTimeSpec struct {
 
 var (
 	windowFields = []string{"name", "type", "kind", "size", "slide", "step", "gap", "count", "allowed_lateness",
-		"emit", "emit_interval", "key_field", "time_format", "aggregates", "plugin", "config", "max_keys_in_memory"}
+		"emit", "emit_interval", "key_field", "time_format", "aggregates", "plugin", "config", "max_keys_in_memory",
+		"memory_limit_pages", "timeout"}
 	windowKinds     = []string{string(WindowTumbling), string(WindowSliding), string(WindowSession), string(WindowCount), string(WindowCumulate)}
 	emitModes       = []string{EmitOnClose, EmitOnUpdate, EmitEvery}
 	windowTimes     = []string{WindowTimeSQL, WindowTimeEpochMS, WindowTimeRFC3339}
@@ -172,13 +173,19 @@ func (d *decoder) window(o *object, op *Operator) {
 			op.ConfigJSON = d.toJSON(nil, v, o.path("config"), joinEnv(o.env, "config"))
 		}
 		op.MemoryLimitPages = DefaultMemoryLimitPages
+		if v, st := o.int("memory_limit_pages", 1, MaxMemoryLimitPages); st == good {
+			op.MemoryLimitPages = int(v)
+		}
+		pluginTimeout(o, op)
 		if o.get("aggregates", kNode) != nil {
 			o.fail("aggregates", o.get("aggregates", kNode), "a window takes either aggregates or a plugin, not both")
 		}
 		return
 	}
-	if o.get("config", kNode) != nil {
-		o.fail("config", o.get("config", kNode), "only applies with a plugin")
+	for _, f := range []string{"config", "memory_limit_pages", "timeout"} {
+		if o.get(f, kNode) != nil {
+			o.fail(f, o.get(f, kNode), "only applies with a plugin")
+		}
 	}
 	items, st := o.list("aggregates")
 	if st == absent || (st == good && len(items) == 0) {

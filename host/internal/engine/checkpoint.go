@@ -17,8 +17,9 @@ type Checkpointing struct {
 	// of the next; 0 means checkpoints are taken only when the run ends.
 	Interval time.Duration
 	// Commit makes a checkpoint durable: the engine calls it with the
-	// pipeline quiesced, from the dispatcher goroutine, one at a time. An
-	// error fails the run. After it returns, sources that are
+	// pipeline quiesced, from the dispatcher goroutine, one at a time. It
+	// must call SyncOutputs before it makes anything durable. An error
+	// fails the run. After it returns, sources that are
 	// CheckpointListeners are told.
 	Commit func(ctx context.Context, cp *Checkpoint) error
 	// Restore is the checkpoint the run continues from, or nil.
@@ -39,6 +40,19 @@ type Checkpoint struct {
 	// Times holds, by source index, the event-time tracking the
 	// watermark is computed from.
 	Times []SourceTimeCheckpoint `json:"times"`
+	// Outputs holds, when the run delivers exactly once, the length of
+	// each file output at the checkpoint (see SyncOutputs): a run
+	// continuing from it cuts the file back there and appends.
+	Outputs []OutputCheckpoint `json:"outputs,omitempty"`
+}
+
+// OutputCheckpoint is how long a file output was at a checkpoint: the
+// bytes written, and made durable, for the input the checkpoint covers.
+// It is plain data, part of its Checkpoint.
+type OutputCheckpoint struct {
+	Sink       string `json:"sink,omitempty"`        // the sink's name
+	DeadLetter bool   `json:"dead_letter,omitempty"` // or the dead-letter output
+	Length     int64  `json:"length"`
 }
 
 // SourceCheckpoint is one source's position in a Checkpoint.
@@ -103,6 +117,82 @@ type CheckpointListener interface {
 // record keys this instance owns.
 type Restorer interface {
 	Restore(ctx context.Context, wm int64, owns func(key []byte) bool) error
+}
+
+// FileOutput is a sink or dead-letter output kept in a local file
+// (NewFileSink, NewDeadLetterFile). It appends, and the file is positioned
+// once per run, before anything is written to it: by Resume in a run that
+// continues from a checkpoint, otherwise truncated as the run first writes,
+// flushes or syncs. The engine calls Resume before the run starts, and Sync
+// through SyncOutputs while the pipeline is quiesced; both are safe
+// against the output's own goroutine.
+type FileOutput interface {
+	// Sync makes everything written so far durable (fsync) and returns
+	// the file's length.
+	Sync() (int64, error)
+	// Resume positions the file for a run continuing from a checkpoint:
+	// cut back to length, or, when length is negative (the checkpoint
+	// recorded none), after its last complete line. A file shorter than
+	// length is an error: it was truncated since.
+	Resume(length int64) error
+}
+
+// SyncOutputs makes the run's file outputs (the FileOutput sinks and
+// dead-letter output) durable, and, when exact, records their lengths in
+// cp.Outputs, where a run continuing from cp cuts them back to (exactly
+// once). It is for Checkpointing.Commit, which must call it before it
+// makes cp durable, so that no checkpoint covers input whose results a
+// crash could lose; the pipeline is quiesced then, so the lengths end
+// after the last result of the input before the checkpoint.
+func (p *Pipeline) SyncOutputs(cp *Checkpoint, exact bool) error {
+	cp.Outputs = nil
+	add := func(f FileOutput, oc OutputCheckpoint) error {
+		n, err := f.Sync()
+		if err != nil {
+			return err
+		}
+		if exact {
+			oc.Length = n
+			cp.Outputs = append(cp.Outputs, oc)
+		}
+		return nil
+	}
+	for _, s := range p.Sinks {
+		if f, ok := s.(FileOutput); ok {
+			if err := add(f, OutputCheckpoint{Sink: s.Name()}); err != nil {
+				return err
+			}
+		}
+	}
+	if f, ok := p.DeadLetter.(FileOutput); ok {
+		return add(f, OutputCheckpoint{DeadLetter: true})
+	}
+	return nil
+}
+
+// restoreOutputs positions every file output for a run continuing from
+// cp: at the length cp recorded for it, or, when it recorded none, after
+// the file's last complete line.
+func (p *Pipeline) restoreOutputs(cp *Checkpoint) error {
+	length := func(sink string, dead bool) int64 {
+		for _, o := range cp.Outputs {
+			if o.DeadLetter == dead && o.Sink == sink {
+				return o.Length
+			}
+		}
+		return -1
+	}
+	for _, s := range p.Sinks {
+		if f, ok := s.(FileOutput); ok {
+			if err := f.Resume(length(s.Name(), false)); err != nil {
+				return err
+			}
+		}
+	}
+	if f, ok := p.DeadLetter.(FileOutput); ok {
+		return f.Resume(length("", true))
+	}
+	return nil
 }
 
 // Checkpointable reports whether every source can resume from a
@@ -303,7 +393,8 @@ func (w *watermarks) restore(times []SourceTimeCheckpoint) error {
 	return nil
 }
 
-// restoreSources gives each source its position in cp.
+// restoreSources gives each source its position in cp, and each file
+// output its own (restoreOutputs).
 func (p *Pipeline) restoreSources(cp *Checkpoint, outs []*Out) error {
 	if len(cp.Sources) != len(p.Sources) {
 		return fmt.Errorf("checkpoint has %d sources, the pipeline has %d", len(cp.Sources), len(p.Sources))
@@ -322,7 +413,7 @@ func (p *Pipeline) restoreSources(cp *Checkpoint, outs []*Out) error {
 		outs[i].skip = sc.Records
 		outs[i].count = 0
 	}
-	return nil
+	return p.restoreOutputs(cp)
 }
 
 // snapshotSources records where every source is. The sources are paused

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
@@ -70,13 +71,50 @@ func NewWriterSink(name, label string, w io.Writer, format SinkFormat, closeW bo
 	return s
 }
 
-// NewFileSink creates (or truncates) path and returns a sink writing to it.
+// NewFileSink returns a sink appending to path, which it creates if
+// missing. What the file already holds is kept until the run starts: a
+// run continuing from a checkpoint keeps it, cut back to the checkpoint's
+// length when the checkpoint recorded one (exactly-once) or to its last
+// complete line; any other run truncates the file before it writes
+// anything, or at its first flush or checkpoint (see FileOutput).
 func NewFileSink(name, path string, format SinkFormat) (Sink, error) {
-	f, err := os.Create(path)
+	f, err := openOutFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("sink %q: %w", name, err)
 	}
-	return NewWriterSink(name, path, f, format, true), nil
+	return &fileSink{writerSink: NewWriterSink(name, path, f, format, true).(*writerSink), file: f}, nil
+}
+
+// fileSink is a writer sink on an outFile, a FileOutput.
+type fileSink struct {
+	*writerSink
+	file *outFile
+}
+
+// Flush positions the file for a fresh run if nothing has, so that a run
+// that writes nothing still leaves it empty, then writes out the buffer.
+func (s *fileSink) Flush() error {
+	if err := s.file.begin(); err != nil {
+		return fmt.Errorf("sink %q: %w", s.name, err)
+	}
+	return s.writerSink.Flush()
+}
+
+// Sync implements FileOutput.
+func (s *fileSink) Sync() (int64, error) {
+	n, err := s.file.sync()
+	if err != nil {
+		return 0, fmt.Errorf("sink %q: %w", s.name, err)
+	}
+	return n, nil
+}
+
+// Resume implements FileOutput.
+func (s *fileSink) Resume(length int64) error {
+	if err := s.file.resume(length); err != nil {
+		return fmt.Errorf("sink %q: %w", s.name, err)
+	}
+	return nil
 }
 
 func (s *writerSink) Name() string { return s.name }
@@ -85,7 +123,7 @@ func (s *writerSink) Write(recs []record.Record, dead []record.DeadLetter, _ *Ac
 	for i := range recs {
 		v := recs[i].Value
 		if s.format == SinkJSON {
-			if !json.Valid(v) {
+			if !wjson.Valid(v) {
 				dead = append(dead, record.DeadLetter{Record: recs[i], Stage: s.name,
 					Reason: "sink " + strconv.Quote(s.name) + " writes JSON, and the value is not JSON: " + jsonError(v)})
 				continue
@@ -160,6 +198,49 @@ func NewDeadLetterWriter(label string, w io.Writer, closeW bool) *DeadLetterWrit
 		d.closer = c
 	}
 	return d
+}
+
+// NewDeadLetterFile returns a dead-letter output appending to path, which
+// it creates if missing, and keeps or truncates as NewFileSink does. It is
+// a FileOutput, used by one goroutine but for Sync (see FileOutput).
+func NewDeadLetterFile(path string) (DeadLetterSink, error) {
+	f, err := openOutFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return &deadLetterFile{DeadLetterWriter: NewDeadLetterWriter(path, f, true), file: f}, nil
+}
+
+// deadLetterFile is a DeadLetterWriter on an outFile.
+type deadLetterFile struct {
+	*DeadLetterWriter
+	file *outFile
+}
+
+// Flush positions the file for a fresh run if nothing has, then writes out
+// the buffer.
+func (d *deadLetterFile) Flush() error {
+	if err := d.file.begin(); err != nil {
+		return fmt.Errorf("dead-letter output: %w", err)
+	}
+	return d.DeadLetterWriter.Flush()
+}
+
+// Sync implements FileOutput.
+func (d *deadLetterFile) Sync() (int64, error) {
+	n, err := d.file.sync()
+	if err != nil {
+		return 0, fmt.Errorf("dead-letter output: %w", err)
+	}
+	return n, nil
+}
+
+// Resume implements FileOutput.
+func (d *deadLetterFile) Resume(length int64) error {
+	if err := d.file.resume(length); err != nil {
+		return fmt.Errorf("dead-letter output: %w", err)
+	}
+	return nil
 }
 
 // Write writes one dead letter; it is durable after Flush.
@@ -250,3 +331,128 @@ func (d *DeadLetterWriter) Close() error {
 	}
 	return err
 }
+
+// outFile is the file of a file sink or dead-letter output, opened for
+// appending. It is positioned once per run, before its first byte is
+// written: by resume, for a run continuing from a checkpoint, or else
+// truncated (a fresh run) by begin, by its first write or by sync. Its
+// output's goroutine writes to it; sync and resume come from the engine
+// while that goroutine is idle (a checkpoint, the start of a run), and mu
+// guards what they share.
+type outFile struct {
+	f      *os.File
+	path   string
+	mu     sync.Mutex
+	placed bool  // positioned for this run
+	length int64 // the file's length: where it was positioned, plus what was written since
+}
+
+// openOutFile opens path for appending, creating it if missing, and leaves
+// its contents alone until the file is positioned.
+func openOutFile(path string) (*outFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	return &outFile{f: f, path: path}, nil
+}
+
+// Write appends b, positioning the file first for a fresh run if nothing
+// has.
+func (o *outFile) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.placeFresh(); err != nil {
+		return 0, err
+	}
+	n, err := o.f.Write(b)
+	o.length += int64(n)
+	return n, err
+}
+
+// begin positions the file for a fresh run if nothing has.
+func (o *outFile) begin() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.placeFresh()
+}
+
+// placeFresh truncates the file for a run that does not continue from a
+// checkpoint, unless it is positioned already. o.mu is held.
+func (o *outFile) placeFresh() error {
+	if o.placed {
+		return nil
+	}
+	return o.truncate(0)
+}
+
+// truncate cuts the file to n bytes and positions it there. o.mu is held.
+func (o *outFile) truncate(n int64) error {
+	if err := o.f.Truncate(n); err != nil {
+		return err
+	}
+	o.placed, o.length = true, n
+	return nil
+}
+
+// resume positions the file for a run continuing from a checkpoint: cut to
+// length, what the checkpoint recorded, or, with length < 0 (it recorded
+// none), after its last complete line, dropping a line a crash cut short.
+func (o *outFile) resume(length int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.placed {
+		return fmt.Errorf("%s: resumed after it was written", o.path)
+	}
+	fi, err := o.f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	switch {
+	case length > size:
+		return fmt.Errorf("%s holds %d bytes, fewer than the %d the last checkpoint recorded: it was truncated or replaced since then, "+
+			"and resuming would lose what it held: put the file back, or start the pipeline from scratch", o.path, size, length)
+	case length < 0:
+		if length, err = lastLineEnd(o.f, size); err != nil {
+			return fmt.Errorf("%s: %w", o.path, err)
+		}
+	}
+	return o.truncate(length)
+}
+
+// lastLineEnd returns the offset after the last newline among the first
+// size bytes of f, or 0 if there is none.
+func lastLineEnd(f *os.File, size int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end := size; end > 0; {
+		start := max(end-int64(len(buf)), 0)
+		chunk := buf[:end-start]
+		if _, err := f.ReadAt(chunk, start); err != nil {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+// sync makes what was written durable and returns the file's length. A
+// file nothing has positioned yet is positioned for a fresh run first: a
+// checkpoint covers the run's output, empty so far.
+func (o *outFile) sync() (int64, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.placeFresh(); err != nil {
+		return 0, err
+	}
+	if err := o.f.Sync(); err != nil {
+		return 0, fmt.Errorf("%s: %w", o.path, err)
+	}
+	return o.length, nil
+}
+
+// Close closes the file.
+func (o *outFile) Close() error { return o.f.Close() }

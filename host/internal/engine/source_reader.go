@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -128,7 +129,7 @@ func (s *readerSource) readLines(sc *scanner, out *Out, decode bool) error {
 					goto next
 				}
 				rec.Value = trimmed
-				if !json.Valid(trimmed) {
+				if !wjson.Valid(trimmed) {
 					if derr := out.Dead(rec, fmt.Sprintf("%s:%d: not JSON: %s", s.path, lineNo, jsonError(trimmed))); derr != nil {
 						return derr
 					}
@@ -175,7 +176,7 @@ func (s *readerSource) readArray(sc *scanner, out *Out) error {
 		}
 		rec := record.Record{Value: elem, Timestamp: ts, Origin: record.Origin{Partition: -1, Offset: offset, Line: line}}
 		offset++
-		if !json.Valid(elem) {
+		if !wjson.Valid(elem) {
 			err = out.Dead(rec, fmt.Sprintf("%s:%d: not JSON: %s", s.path, line, jsonError(elem)))
 		} else {
 			err = out.Add(rec)

@@ -36,12 +36,17 @@ type BrokerConfig struct {
 	// Logger receives the broker's warnings and errors; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// AutoCreateTopics creates a topic, with one partition, the first
+	// time a client that allows it (a producer, as Kafka's own do) asks
+	// for it, as Kafka's auto.create.topics.enable; the broker reports
+	// the setting under that name either way.
+	AutoCreateTopics bool
 }
 
 // Broker is an embedded single-node Kafka broker (franz-go's kfake), for
 // pipelines that name no brokers and for tests. Topics are not created
-// automatically on first use: create them in BrokerConfig.Topics or with
-// CreateTopic.
+// automatically on first use unless BrokerConfig.AutoCreateTopics is set:
+// create them in BrokerConfig.Topics or with CreateTopic.
 //
 // Its methods are safe for concurrent use. Close stops it; after Close only
 // Addrs and Close may be called.
@@ -76,24 +81,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		log = slog.Default()
 	}
 	log = log.With("component", "kafka broker")
-	opts := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, listen) }),
-		kfake.WithLogger(brkKfakeLogger{log}),
-	}
-	// Seed topics grouped by partition count. A broker reloaded from
-	// DataDir ignores seeds; the topics are ensured below.
-	byCount := make(map[int32][]string)
-	for name, n := range cfg.Topics {
-		byCount[n] = append(byCount[n], name)
-	}
-	for n, names := range byCount {
-		opts = append(opts, kfake.SeedTopics(n, names...))
-	}
-	if cfg.DataDir != "" {
-		opts = append(opts, kfake.DataDir(cfg.DataDir))
-	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := kfake.NewCluster(brkKfakeOpts(cfg, listen, log)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka broker: %w", err)
 	}
@@ -113,6 +101,32 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		}
 	}
 	return b, nil
+}
+
+// brkKfakeOpts are the kfake options of a broker listening on listen.
+func brkKfakeOpts(cfg BrokerConfig, listen string, log *slog.Logger) []kfake.Opt {
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, listen) }),
+		kfake.WithLogger(brkKfakeLogger{log}),
+		kfake.BrokerConfigs(map[string]string{AutoCreateConfig: strconv.FormatBool(cfg.AutoCreateTopics)}),
+	}
+	if cfg.AutoCreateTopics {
+		opts = append(opts, kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(1))
+	}
+	// Seed topics grouped by partition count. A broker reloaded from
+	// DataDir ignores seeds; StartBroker ensures the topics.
+	byCount := make(map[int32][]string)
+	for name, n := range cfg.Topics {
+		byCount[n] = append(byCount[n], name)
+	}
+	for n, names := range byCount {
+		opts = append(opts, kfake.SeedTopics(n, names...))
+	}
+	if cfg.DataDir != "" {
+		opts = append(opts, kfake.DataDir(cfg.DataDir))
+	}
+	return opts
 }
 
 // ensureTopics creates the topics that do not exist and warns about those

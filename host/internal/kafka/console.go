@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,8 @@ import (
 // ProduceConfig configures Produce. It is a plain value.
 type ProduceConfig struct {
 	Client ClientConfig
-	// Topic receives the records; it must exist.
+	// Topic receives the records; it must exist, or the brokers must
+	// create topics on first use.
 	Topic string
 	// KeyField is the path to the key within each JSON line, the dotted
 	// path split at its dots ("user.id" is {"user","id"}); nil means no
@@ -55,6 +57,12 @@ func Produce(ctx context.Context, cfg ProduceConfig, r io.Reader, label string) 
 	if err != nil {
 		return 0, fmt.Errorf("produce: %w", err)
 	}
+	// A missing topic fails at once rather than after the producer's
+	// retries; brokers that cannot be asked are left to the producer.
+	if missing, err := MissingTopics(ctx, cfg.Client, []string{cfg.Topic}, true); err == nil && len(missing) > 0 {
+		return 0, fmt.Errorf("produce: topic %q does not exist on brokers %s; create it, or enable auto-creation (%s)",
+			cfg.Topic, strings.Join(cfg.Client.Brokers, ","), AutoCreateConfig)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -63,6 +71,7 @@ func Produce(ctx context.Context, cfg ProduceConfig, r io.Reader, label string) 
 		kgo.WithLogger(newKgoLogger(log)),
 		kgo.DefaultProduceTopic(cfg.Topic),
 		kgo.MaxBufferedBytes(conProduceBufferBytes),
+		kgo.AllowAutoTopicCreation(), // as Kafka's producers: brokers that auto-create topics create it
 	)...)
 	if err != nil {
 		return 0, fmt.Errorf("produce: %w", err)

@@ -54,9 +54,11 @@ type SinkConfig struct {
 	// TopicField is a JSON path into each record's value (a dotted path
 	// split at the dots) whose string is the record's topic. A record whose
 	// value is not JSON, lacks the field, or holds something other than a
-	// valid topic name there becomes a dead letter. The topics must exist
-	// (the sink does not ask brokers to create topics); producing to a
-	// missing one fails the pipeline once franz-go gives up on it.
+	// valid topic name there becomes a dead letter. A missing topic is
+	// created if the brokers create topics on first use (the sink's own
+	// client allows it, as Kafka's producers do; a transaction's does
+	// not); otherwise producing to it fails the pipeline once franz-go
+	// gives up on it.
 	TopicField []string
 	// KeyField, when set, is a JSON path into each record's value whose text
 	// becomes the Kafka key, as with the key_by operator: a string's decoded
@@ -228,7 +230,7 @@ func snkClient(cc ClientConfig, txn *Txn, compression, acks string, linger time.
 	if txn != nil {
 		return txn.cl, timeout, nil
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts, kgo.AllowAutoTopicCreation())...)
 	return cl, timeout, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -275,6 +276,11 @@ type Source struct {
 	// lag is, per partition, the records after the last one polled, as of
 	// the fetch that brought it (guarded by mu).
 	lag map[srcTP]int64
+	// held is the partitions the group assigns the source now (guarded by
+	// mu): none before it joins, or while other members hold them all.
+	held           map[srcTP]struct{}
+	gotParts       chan struct{} // signalled when partitions are assigned, for watchAssignment
+	sessionTimeout time.Duration // SourceConfig.SessionTimeout
 
 	ran       atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
@@ -408,6 +414,9 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		fromGroup:      cfg.PositionsFromGroup,
 		instanceID:     cfg.InstanceID,
 		restored:       make(chan struct{}),
+		held:           make(map[srcTP]struct{}),
+		gotParts:       make(chan struct{}, 1),
+		sessionTimeout: cfg.SessionTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -485,6 +494,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if s.topics != nil {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
+	s.bg.Go(func() { s.watchAssignment(ctx) })
 	var stopped atomic.Bool
 	stopWatch := context.AfterFunc(ctx, func() { stopped.Store(true) })
 	defer stopWatch()
@@ -602,7 +612,7 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 				}
 				rec.Headers = hdrs
 			}
-			if s.format == FormatJSON && !json.Valid(r.Value) {
+			if s.format == FormatJSON && !wjson.Valid(r.Value) {
 				// Out.Dead keeps the header slice: give it its own.
 				rec.Headers = slices.Clone(rec.Headers)
 				reason := fmt.Sprintf("%s[%d]@%d: not JSON: %s", r.Topic, r.Partition, r.Offset, srcJSONError(r.Value))
@@ -884,7 +894,12 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	for topic, parts := range assigned {
 		for _, p := range parts {
 			s.assigned = append(s.assigned, srcTP{topic, p})
+			s.held[srcTP{topic, p}] = struct{}{}
 		}
+	}
+	select {
+	case s.gotParts <- struct{}{}:
+	default:
 	}
 }
 
@@ -953,15 +968,16 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	s.release(lost)
 }
 
-// release ends the sessions of the given partitions. Batches still in flight
-// become owed, so that their late acknowledgements are not mistaken for
-// those of a later session.
+// release ends the sessions of the given partitions, which the source no
+// longer holds. Batches still in flight become owed, so that their late
+// acknowledgements are not mistaken for those of a later session.
 func (s *Source) release(tps map[string][]int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for topic, partitions := range tps {
 		for _, partition := range partitions {
 			tp := srcTP{topic, partition}
+			delete(s.held, tp)
 			p := s.parts[tp]
 			if p == nil || !p.owned {
 				continue

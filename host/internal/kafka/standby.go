@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -31,15 +30,28 @@ var ErrNotSoleMember = errors.New("another member is in the consumer group")
 // standbyPoll is how often a standby asks whether the group is empty.
 const standbyPoll = time.Second
 
-// AwaitSoleMember waits until group has no member other than the static
-// member instanceID (this instance, restarted, when instanceID is set),
-// asking the group's coordinator at once and then every second; each time
-// the group is still taken it calls whileWaiting, if not nil (a standby
-// keeps its state up to date from the changelog there). It logs once that
-// it waits, naming the members, and returns nil when the group is empty,
-// or ctx's error.
-func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID string, log *slog.Logger, whileWaiting func(context.Context)) error {
-	log = snkLogger(log).With("group", group)
+// Standby names the consumer group a standby waits for.
+type Standby struct {
+	Group string
+	// InstanceID is this instance's static member id, or "": a member
+	// with it is this instance, restarted, not another one.
+	InstanceID string
+	// SessionTimeout is the members' session timeout, as this instance's
+	// (0: franz-go's 45s), for saying how long a member that stopped
+	// without leaving holds the group.
+	SessionTimeout time.Duration
+}
+
+// AwaitSoleMember waits until sb.Group has no member other than the
+// static member sb.InstanceID, asking the group's coordinator at once and
+// then every second; each time the group is still taken it calls
+// whileWaiting, if not nil (a standby keeps its state up to date from the
+// changelog there). It logs what it waits for every few seconds, until
+// the members outlive their session timeout (they are alive: another
+// instance is active), and returns nil when the group is empty, or ctx's
+// error.
+func AwaitSoleMember(ctx context.Context, cc ClientConfig, sb Standby, log *slog.Logger, whileWaiting func(context.Context)) error {
+	log = snkLogger(log)
 	opts, err := cc.Opts()
 	if err != nil {
 		return err
@@ -50,32 +62,25 @@ func AwaitSoleMember(ctx context.Context, cc ClientConfig, group, instanceID str
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	wait := time.Duration(0)
-	waiting := time.Time{}
-	for {
+	w := newGroupWait(log, sb.Group, sb.InstanceID, sb.SessionTimeout, true)
+	for wait := time.Duration(0); ; wait = standbyPoll {
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		wait = standbyPoll
-		others, err := otherMembers(ctx, adm, group, "", instanceID)
+		others, err := otherMembers(ctx, adm, sb.Group, "", sb.InstanceID)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return ctx.Err()
 		case err != nil:
-			log.Warn("kafka: describing the consumer group failed; asking again", "error", err)
+			log.Warn("kafka: describing the consumer group failed; asking again", "group", sb.Group, "error", err)
 			continue
 		case len(others) == 0:
-			if !waiting.IsZero() {
-				log.Info("kafka: the consumer group is empty; taking over", "waited", time.Since(waiting).Round(time.Millisecond))
-			}
+			w.done(time.Now(), "kafka: the consumer group is empty; taking over")
 			return nil
-		case waiting.IsZero():
-			waiting = time.Now()
-			log.Info("kafka: another instance is active in the consumer group; waiting as a standby until it leaves "+
-				"(a pipeline with keyed state runs as one active instance per group)", "members", strings.Join(others, ", "))
 		}
+		w.held(others, time.Now())
 		if whileWaiting != nil {
 			whileWaiting(ctx)
 		}

@@ -13,7 +13,7 @@ import (
 
 // sbMember joins group as a plain consumer of topic (static when
 // instanceID is set) and returns once it holds partitions.
-func sbMember(t *testing.T, cc ClientConfig, group, topic, instanceID string) *kgo.Client {
+func sbMember(t *testing.T, cc ClientConfig, group, topic, instanceID string, extra ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	assigned := make(chan struct{}, 1)
 	opts := []kgo.Opt{kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
@@ -26,7 +26,7 @@ func sbMember(t *testing.T, cc ClientConfig, group, topic, instanceID string) *k
 	if instanceID != "" {
 		opts = append(opts, kgo.InstanceID(instanceID))
 	}
-	cl := srcClient(t, cc, opts...)
+	cl := srcClient(t, cc, append(opts, extra...)...)
 	t.Cleanup(cl.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -49,13 +49,13 @@ func sbMember(t *testing.T, cc ClientConfig, group, topic, instanceID string) *k
 func TestAwaitSoleMember(t *testing.T) {
 	_, cc := srcBroker(t, map[string]int32{"events": 2})
 	ctx := context.Background()
-	if err := AwaitSoleMember(ctx, cc, "nobody-here", "", srcQuiet(), nil); err != nil {
+	if err := AwaitSoleMember(ctx, cc, Standby{Group: "nobody-here"}, srcQuiet(), nil); err != nil {
 		t.Fatalf("a group that does not exist: %v", err)
 	}
 
 	other := sbMember(t, cc, "g", "events", "")
 	done := make(chan error, 1)
-	go func() { done <- AwaitSoleMember(ctx, cc, "g", "", srcQuiet(), nil) }()
+	go func() { done <- AwaitSoleMember(ctx, cc, Standby{Group: "g"}, srcQuiet(), nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("returned (%v) while another member is in the group", err)
@@ -74,12 +74,12 @@ func TestAwaitSoleMember(t *testing.T) {
 	sbMember(t, cc, "static", "events", "me")
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := AwaitSoleMember(sctx, cc, "static", "me", srcQuiet(), nil); err != nil {
+	if err := AwaitSoleMember(sctx, cc, Standby{Group: "static", InstanceID: "me"}, srcQuiet(), nil); err != nil {
 		t.Fatalf("waited for its own static membership: %v", err)
 	}
 	cctx, cancel2 := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel2()
-	if err := AwaitSoleMember(cctx, cc, "static", "someone-else", srcQuiet(), nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := AwaitSoleMember(cctx, cc, Standby{Group: "static", InstanceID: "someone-else"}, srcQuiet(), nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("another static member: %v, want to wait until the context ends", err)
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Options configure Build and Load.
@@ -22,6 +24,13 @@ type Options struct {
 	// CacheDir is the directory holding built modules. Empty means
 	// DefaultCacheDir().
 	CacheDir string
+	// Logger gets a "plugin built" line, at info level, for each build
+	// from source, cached or not, with how long it took; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Operator names the pipeline operator the plugin is for, in the
+	// log; empty for none.
+	Operator string
 }
 
 // Source says where a module's bytes came from.
@@ -71,8 +80,28 @@ func Load(ctx context.Context, path string, opts Options) ([]byte, Source, error
 
 // Build compiles the plugin source in dir, in whatever language Detect
 // finds there, or finds it in the cache, and returns where the module is.
-// Compiler output is part of the error.
+// Compiler output is part of the error. A build that succeeds is logged
+// to opts.Logger with its duration.
 func Build(ctx context.Context, dir string, opts Options) (Source, error) {
+	start := time.Now()
+	src, err := build(ctx, dir, opts)
+	if err != nil {
+		return src, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	attrs := []any{"source", dir, "lang", src.Lang, "duration", time.Since(start).Round(time.Millisecond), "cached", src.Cached}
+	if opts.Operator != "" {
+		attrs = append([]any{"operator", opts.Operator}, attrs...)
+	}
+	log.Info("plugin built", attrs...)
+	return src, nil
+}
+
+// build is Build without the log.
+func build(ctx context.Context, dir string, opts Options) (Source, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return Source{}, err

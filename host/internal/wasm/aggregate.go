@@ -110,9 +110,8 @@ func (w *Worker) aggInstantiated(ctx context.Context) error {
 	if w.agg.initial != nil {
 		return nil
 	}
-	cc, _ := w.callContext(ctx, 0)
 	inst.out.beginCall()
-	if err := inst.agg.create.CallWithStack(cc, w.stack[:]); err != nil {
+	if err := w.call(ctx, inst.agg.create); err != nil {
 		return cfg.errorf(ErrInit, nil, "%s failed: %s", abi.ExportAggCreate, w.describe(err))
 	}
 	ptr, n := abi.Unpack(w.stack[0])
@@ -529,23 +528,17 @@ func (w *Worker) aggDecodeValues(frame []byte, merge bool, n int, out *AggOutput
 // fatal error.
 func (w *Worker) aggCall(ctx context.Context, fn api.Function, input []byte) ([]byte, error) {
 	inst, cfg := w.inst, &w.p.cfg
-	cc, cancel := w.callContext(ctx, cfg.Timeout)
 	inst.out.beginCall()
-	ptr, err := w.writeInput(cc, input)
+	ptr, err := w.writeInput(ctx, input)
 	if err == nil {
 		w.stack[0], w.stack[1] = uint64(ptr), uint64(len(input))
-		err = fn.CallWithStack(cc, w.stack[:])
-	}
-	if cancel != nil {
-		cancel()
+		err = w.call(ctx, fn)
 	}
 	w.stats.calls.Add(1)
 	if err != nil {
-		if cfg.Timeout > 0 {
-			if cerr := ctx.Err(); cerr != nil {
-				w.dropInstance(ctx)
-				return nil, cfg.errorf(cerr, nil, "aggregate call interrupted")
-			}
+		if interrupted(ctx, err) {
+			w.dropInstance(ctx)
+			return nil, cfg.errorf(ctx.Err(), nil, "aggregate call interrupted")
 		}
 		return nil, w.trapped(ctx, err)
 	}

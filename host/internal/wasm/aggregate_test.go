@@ -254,15 +254,14 @@ func TestAggLoad(t *testing.T) {
 			name: "map module as aggregate",
 			cfg:  aggWATConfig(t, "identity"),
 			wantIn: []string{
-				"not a valid weir ABI v1 aggregate plugin",
-				"missing export " + abi.ExportAggCreate + " (the operator is an aggregate)",
-				"missing export " + abi.ExportAggResult + " (the operator is an aggregate)",
+				"not a valid weir ABI v1 aggregate plugin: the plugin implements map, flat_map and filter, not aggregate " +
+					"(missing exports " + strings.Join(abi.AggregateExports[:], ", ") + ")",
 			},
 		},
 		{
 			name:   "aggregate module as map",
 			cfg:    watConfig(t, "agg_count"),
-			wantIn: []string{"missing export " + abi.ExportMap + " (the operator is a map)"},
+			wantIn: []string{"the plugin implements aggregate, not map (missing export " + abi.ExportMap + ")"},
 		},
 		{
 			name: "bad signature",

@@ -3,9 +3,11 @@ package wasm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/host/internal/pluginbuild"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -50,25 +52,45 @@ func benchProcess(b *testing.B, w *Worker, in []record.Record) {
 var benchBatchSizes = []int{1, 64, 512}
 
 func BenchmarkIdentityWAT(b *testing.B) {
-	rt := newRuntime(b, nil)
-	_, w := mustLoad(b, rt, watConfig(b, "identity"))
-	for _, n := range benchBatchSizes {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			benchProcess(b, w, benchRecords(n, 100))
-		})
-	}
+	sandboxModes(b, func(b *testing.B, rt *Runtime) {
+		_, w := mustLoad(b, rt, watConfig(b, "identity"))
+		for _, n := range benchBatchSizes {
+			b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+				benchProcess(b, w, benchRecords(n, 100))
+			})
+		}
+	})
 }
 
-// BenchmarkIdentityWATTimeout measures the cost of a Timeout, which makes
-// wazero check for cancellation.
-func BenchmarkIdentityWATTimeout(b *testing.B) {
-	rt := newRuntime(b, nil)
-	cfg := watConfig(b, "identity")
-	cfg.Timeout = time.Second
-	_, w := mustLoad(b, rt, cfg)
-	for _, n := range benchBatchSizes {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			benchProcess(b, w, benchRecords(n, 100))
+// unmeteredRuntime is sharedRuntime without the sandbox's checks, for
+// measuring what they cost.
+var unmeteredRuntime struct {
+	once sync.Once
+	rt   *Runtime
+	err  error
+}
+
+// sandboxModes runs bench as "sandbox=on", on the shared runtime, and as
+// "sandbox=off", on one that loads modules without the sandbox's checks,
+// so that the cost of the default deadline (and of what makes it hold)
+// reads off side by side:
+//
+//	go test -run='^$' -bench='IdentityWAT|IdentityGo|Transform' -count=6 ./host/internal/wasm/
+func sandboxModes(b *testing.B, bench func(*testing.B, *Runtime)) {
+	b.Run("sandbox=on", func(b *testing.B) { bench(b, sharedRuntime(b)) })
+	b.Run("sandbox=off", func(b *testing.B) {
+		unmeteredRuntime.once.Do(func() {
+			unmeteredRuntime.rt, unmeteredRuntime.err = NewRuntime(context.Background(), RuntimeOptions{
+				CacheDir: pluginbuild.DefaultCacheDir(),
+				Logger:   newLogCapture().logger(),
+			})
+			if unmeteredRuntime.rt != nil {
+				unmeteredRuntime.rt.unmetered = true
+			}
 		})
-	}
+		if unmeteredRuntime.err != nil {
+			b.Fatal(unmeteredRuntime.err)
+		}
+		bench(b, unmeteredRuntime.rt)
+	})
 }

@@ -4,12 +4,10 @@
 //
 // # Types and concurrency
 //
-//   - Runtime is process-wide and safe for concurrent use. wazero fixes the
-//     memory limit and context cancellation per wazero.Runtime, so a Runtime
-//     keeps one per distinct (memory limit, timeout enabled) pair among its
-//     plugins, all sharing one compilation cache (on disk with
-//     RuntimeOptions.CacheDir). Cancellation checks cost 3-10x in call
-//     overhead, so only plugins with a Timeout get them.
+//   - Runtime is process-wide and safe for concurrent use. It keeps one
+//     wazero.Runtime for every plugin, with one compilation cache (on disk
+//     with RuntimeOptions.CacheDir); memory limits and deadlines are each
+//     instance's and each call's own.
 //   - Plugin is one operator's compiled, validated module, safe for
 //     concurrent use. It is compiled once; each NewWorker instantiates it.
 //   - Worker is one instance of the module. It is not safe for concurrent
@@ -18,7 +16,8 @@
 //
 // # Lifecycle
 //
-// Load checks the bytes are Wasm, compiles them, and validates the module
+// Load checks the bytes are Wasm, rewrites them for the sandbox (below),
+// compiles them, and validates the module
 // statically: it must export abi.ExportVersion (a module declaring another
 // version is rejected with ErrABIVersion), abi.ExportAlloc, abi.ExportInit
 // and the export of the operator's abi.Op (for abi.OpAggregate, all of
@@ -30,12 +29,38 @@
 // ErrConfig) for the CLI to map to an exit code.
 //
 // Load then makes the first instance, which NewWorker hands out first, so
-// that a module that cannot start fails at Load. Instantiating runs no
+// that a module that cannot start fails at Load. After initialisation, a
+// module that exports abi.ExportOps is asked for the operations it
+// registered, and Load fails with ErrInvalidModule when the operator's is
+// not among them; a module without it is judged by its exports. Instantiating runs no
 // start function; the host runs abi.ExportInitialize when exported, then
 // writes the config into a region from weir_alloc and calls weir_init,
-// whose error text fails the load. Instances get WASI with no preopened
-// directories, no environment, no arguments beyond the operator name and no
-// sockets; clocks and randomness are real.
+// whose error text fails the load; both under the plugin's deadline, so a
+// module that hangs at start fails Load with ErrInit. Instances get WASI
+// with no preopened directories, no environment, no arguments beyond the
+// operator name and no sockets; clocks and randomness are real, and sleeps
+// end at the call's deadline.
+//
+// # The sandbox
+//
+// No guest can hold the process (sandbox.go, memory.go, and
+// RATIONALE.md#sandbox for what was measured):
+//
+//   - Every module is rewritten at load (package meter) to call back into
+//     the host at bounded intervals from its loops and function entries.
+//     That callback is where the Go scheduler and garbage collector can
+//     stop the goroutine, so a looping guest cannot stall the process, and
+//     where a call past its deadline (PluginConfig.Timeout, DefaultTimeout
+//     when unset) or whose context is done is interrupted.
+//   - Each instance's linear memory is mapped outside the Go heap at the
+//     plugin's limit and grows in place: no copies on growth, released when
+//     the instance closes. A grow past the limit fails in the guest, and
+//     the failure it causes names the limit.
+//   - Limits bound what one call can make the host hold: state values, the
+//     state written in a call (a record's rewrite of a key replaces its
+//     earlier write), and its output. A call over a limit is discarded and
+//     re-run a record at a time, as for a trap, without replacing the
+//     instance.
 //
 // Instantiation takes milliseconds (a Go guest runs its runtime's
 // initialisation), so it happens at Load and NewWorker, and on the hot path
@@ -61,9 +86,9 @@
 // Host modules are instantiated once per wazero runtime and shared by its
 // instances, so a host function cannot capture its Worker. Each guest call
 // instead passes a context that carries the Worker, and wazero hands that
-// context to the host functions the guest calls. Without a timeout the
-// Worker reuses one such context and only swaps its parent per call, so
-// finding the Worker costs a type assertion and no allocation.
+// context to the host functions the guest calls. The Worker reuses one such
+// context and only swaps its parent per call, so finding the Worker costs
+// a type assertion and no allocation.
 //
 // abi.ImportLog logs a guest line, tagged with the operator, truncated to
 // abi.MaxLogLine and rate-limited per Worker (a token bucket of 100 lines a
@@ -75,8 +100,9 @@
 // The state functions are scoped to the operator and to the key of the
 // batch record the guest names by index (state.Key). Outside a batch call
 // they return abi.StatusNoContext; a bad index, StatusBadIndex; a key or
-// value over abi.MaxStateKey or abi.MaxStateValue, StatusTooLarge; a
-// pointer outside guest memory, StatusBadMemory.
+// value over abi.MaxStateKey or the plugin's Limits, StatusTooLarge (and a
+// value or writes over the Limits fail the call, as above); a pointer
+// outside guest memory, StatusBadMemory.
 //
 // # State overlay
 //
@@ -99,25 +125,25 @@
 // every other entry for that input.
 //
 // Any failure of the call itself is treated as a trap: a Wasm trap, a WASI
-// proc_exit (a Go guest's os.Exit or fatal panic), the deadline of
-// PluginConfig.Timeout, weir_alloc failing, or an output frame that is
-// malformed or breaks the ordering rules (guest bugs). The instance is
+// proc_exit (a Go guest's os.Exit or fatal panic), the call's deadline,
+// weir_alloc failing, or an output frame that is malformed or breaks the
+// ordering rules (guest bugs). The instance is
 // closed, and its outputs and state writes for the batch discarded; the
 // next call makes a fresh instance, running the whole lifecycle again. The
 // batch is then run again one record at a time. A record that fails alone
 // goes to the dead letters with a reason naming the failure ("trap: wasm
-// error: unreachable (stderr: panic: ...)", "exited with code 3", "timed
-// out after 50ms"), including what the guest last wrote to stderr; the
-// instance is replaced again, and the other records come out in input
-// order as if nothing had happened. Stats counts calls, traps and
-// restarts. If a replacement instance cannot be made, Process returns a
+// error: unreachable (stderr: panic: ...)", "exited with code 3",
+// "deadline exceeded after 5s"), including what the guest last wrote to
+// stderr; the instance is replaced again, and the other records come out
+// in input order as if nothing had happened. Stats counts calls, traps,
+// timeouts, overruns and restarts. If a replacement instance cannot be
+// made (after two more tries, waiting 0.1 s and 1 s), Process returns a
 // fatal error, wrapping ErrInstantiate, or ErrInit when the new instance's
 // initialisation fails.
 //
-// With a Timeout, each call runs under context.WithTimeout and wazero
-// closes the instance when it expires. Canceling the context passed to
-// Process interrupts a call only for plugins with a Timeout; it is fatal
-// (Process returns the context's error), not a trap.
+// Canceling the context passed to Process interrupts a call at the
+// guest's next check; that is fatal (Process returns the context's
+// error), not a trap.
 //
 // # Aggregate
 //

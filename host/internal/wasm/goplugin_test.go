@@ -249,12 +249,14 @@ func TestGoGCHook(t *testing.T) {
 }
 
 func BenchmarkIdentityGo(b *testing.B) {
-	_, w := mustLoad(b, sharedRuntime(b), goConfig(b, "plugins/identity", abi.OpMap))
-	for _, n := range benchBatchSizes {
-		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			benchProcess(b, w, benchRecords(n, 100))
-		})
-	}
+	sandboxModes(b, func(b *testing.B, rt *Runtime) {
+		_, w := mustLoad(b, rt, goConfig(b, "plugins/identity", abi.OpMap))
+		for _, n := range benchBatchSizes {
+			b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+				benchProcess(b, w, benchRecords(n, 100))
+			})
+		}
+	})
 }
 
 // readings makes n sensor readings keyed by sensor id, as the
@@ -323,8 +325,10 @@ func BenchmarkSeedFlatMap(b *testing.B) {
 // path. Compare with BenchmarkTransformNative in
 // plugins/conformance/go/uppercase, the same transform in native Go.
 func BenchmarkTransformGo(b *testing.B) {
-	cfg := goConfig(b, "plugins/conformance/go/uppercase", abi.OpMap)
-	cfg.InitConfig = []byte(`{"field":"kind"}`)
-	_, w := mustLoad(b, sharedRuntime(b), cfg)
-	benchProcess(b, w, readings(512))
+	sandboxModes(b, func(b *testing.B, rt *Runtime) {
+		cfg := goConfig(b, "plugins/conformance/go/uppercase", abi.OpMap)
+		cfg.InitConfig = []byte(`{"field":"kind"}`)
+		_, w := mustLoad(b, rt, cfg)
+		benchProcess(b, w, readings(512))
+	})
 }

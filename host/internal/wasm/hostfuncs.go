@@ -20,10 +20,8 @@ import (
 // every guest call a Worker makes (_initialize, weir_init, weir_alloc, the
 // batch export, weir_gc) passes a *callCtx that carries the Worker, and
 // wazero hands that same context to the host functions the guest calls.
-// Without a timeout, the callCtx is a field of the Worker whose parent is
-// swapped per call, so the lookup costs no allocation; with a timeout, each
-// call gets a fresh one, since wazero then watches the context from another
-// goroutine.
+// The callCtx is a field of the Worker whose parent is swapped per call
+// (Worker.call), so the lookup costs no allocation.
 
 // callCtx is the context of a guest call: its parent, plus the Worker.
 type callCtx struct {
@@ -258,7 +256,8 @@ func hostStatePut(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	vlen := api.DecodeU32(stack[4])
-	if vlen > abi.MaxStateValue {
+	if limit := w.p.cfg.Limits.StateValue; int64(vlen) > int64(limit) {
+		w.ov.refuse(limitStateValue, fmt.Sprintf("a state value of %d bytes, over max_state_value (%s)", vlen, sizeString(uint64(limit))))
 		stack[0] = api.EncodeI32(abi.StatusTooLarge)
 		return
 	}
@@ -270,7 +269,10 @@ func hostStatePut(ctx context.Context, mod api.Module, stack []uint64) {
 	if w.p.ttl.ttl > 0 {
 		v = w.ttlWrap(v, int(index))
 	}
-	w.ov.put(key, v, false, int(index))
+	if !w.ov.put(key, v, false, int(index)) {
+		stack[0] = api.EncodeI32(abi.StatusTooLarge)
+		return
+	}
 	stack[0] = api.EncodeI32(abi.StatusOK)
 }
 
@@ -284,7 +286,10 @@ func hostStateDelete(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = api.EncodeI32(st)
 		return
 	}
-	w.ov.put(key, nil, true, int(index))
+	if !w.ov.put(key, nil, true, int(index)) {
+		stack[0] = api.EncodeI32(abi.StatusTooLarge)
+		return
+	}
 	stack[0] = api.EncodeI32(abi.StatusOK)
 }
 

@@ -2,6 +2,9 @@ package wasm
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"sort"
 
 	"github.com/tetratelabs/wazero"
@@ -17,8 +20,10 @@ type Info struct {
 	// when it exports that version's marker, else the highest version it
 	// declares, or 0 when it declares none.
 	ABIVersion int
-	// Ops are the batch operations the module exports with the right
-	// signature.
+	// Ops are the operations the module exports with the right
+	// signatures. For a module that reports the operations it registered
+	// (abi.ExportOps), they are those of them it reports once initialised
+	// with the config {}.
 	Ops []abi.Op
 	// Exports are the exported functions, sorted by name.
 	Exports []Function
@@ -63,10 +68,13 @@ type MemoryInfo struct {
 	Export   string // the export name, when exported
 }
 
-// Inspect compiles wasm, without instantiating it, and describes it. It
-// returns an error wrapping ErrInvalidModule only when wasm is not a valid
-// WebAssembly module; a module that is valid Wasm but not a valid weir
-// plugin is described, with Info.Problems saying what is wrong.
+// Inspect compiles wasm and describes it. It instantiates it only when the
+// module is a valid plugin that reports the operations it registered
+// (abi.ExportOps): it then initialises it in the sandbox, as Load does,
+// with the config {}, and asks. It returns an error wrapping
+// ErrInvalidModule only when wasm is not a valid WebAssembly module; a
+// module that is valid Wasm but not a valid weir plugin is described, with
+// Info.Problems saying what is wrong.
 func Inspect(wasm []byte) (Info, error) {
 	info := Info{Size: len(wasm)}
 	if msg := checkBinary(wasm); msg != "" {
@@ -116,5 +124,56 @@ func Inspect(wasm []byte) (Info, error) {
 	} else {
 		info.Problems = s.problems(e.provided, info.Ops...)
 	}
+	if _, ok := s.exports[abi.ExportOps]; ok && len(info.Problems) == 0 {
+		info.Ops, info.Problems = registeredOps(ctx, e, wasm, info.Ops)
+	}
 	return info, nil
+}
+
+// inspectConfig is the config Inspect initialises a module with: the one
+// an operator gets without a config: block.
+var inspectConfig = []byte("{}")
+
+// registeredOps returns those of ops, the operations the module exports,
+// that it reports through abi.ExportOps once initialised with
+// inspectConfig. When it does not start with that config, it returns ops,
+// and the reason as a problem.
+func registeredOps(ctx context.Context, e *engine, bin []byte, ops []abi.Op) ([]abi.Op, []string) {
+	has, err := loadOps(ctx, e, bin, ops[0])
+	if err != nil {
+		msg := err.Error()
+		if le, ok := err.(*Error); ok {
+			msg = (&Error{Msg: le.Msg, Err: le.Err}).Error() // without the operator
+		}
+		return ops, []string{fmt.Sprintf("with the config %s, it does not start: %s (so the operations listed are those it exports)", inspectConfig, msg)}
+	}
+	var reg []abi.Op
+	for _, op := range ops {
+		if has.Has(op) {
+			reg = append(reg, op)
+		}
+	}
+	if len(reg) == 0 {
+		return nil, []string{fmt.Sprintf("with the config %s, it registers none of the operations it exports (%s)", inspectConfig, opList(ops))}
+	}
+	return reg, nil
+}
+
+// loadOps loads the module on e as an operator of op, as Load does, and
+// returns its abi.ExportOps answer, which a refusal for another operation
+// carries.
+func loadOps(ctx context.Context, e *engine, bin []byte, op abi.Op) (abi.OpSet, error) {
+	// A Runtime of the one engine, which Inspect closes.
+	rt := &Runtime{log: slog.New(slog.DiscardHandler), eng: e}
+	p, err := rt.Load(ctx, PluginConfig{Operator: "inspect", Wasm: bin, Op: op, InitConfig: inspectConfig})
+	var oe *opsError
+	if errors.As(err, &oe) {
+		return oe.ops, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close(ctx)
+	has, _, err := p.spare.registeredOps(ctx)
+	return has, err
 }

@@ -72,6 +72,27 @@ func TestInspect(t *testing.T) {
 			memory:       "import, min 1",
 			problemsLike: []string{"imports memory env.memory"},
 		},
+		{
+			module:       "ops",
+			abiVersion:   1,
+			ops:          []abi.Op{abi.OpMap, abi.OpFlatMap, abi.OpFilter},
+			exports:      []string{abi.ExportOps + " () -> (i32)"},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"with the config {}, it does not start: " + abi.ExportInit + " rejected the config: want a one-byte config"},
+		},
+		{
+			module:       "ops_none",
+			abiVersion:   1,
+			memory:       "export memory, min 2",
+			problemsLike: []string{"with the config {}, it registers none of the operations it exports (map and filter)"},
+		},
+		{
+			module:       "ops_bad_signature",
+			abiVersion:   1,
+			ops:          []abi.Op{abi.OpMap},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"export " + abi.ExportOps + " has type (i32) -> (i32), want () -> (i32)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.module, func(t *testing.T) {
@@ -133,5 +154,30 @@ func TestInspectNotWasm(t *testing.T) {
 		if _, err := Inspect(b); !errors.Is(err, ErrInvalidModule) {
 			t.Errorf("Inspect(%q...): err = %v, want ErrInvalidModule", b[:min(len(b), 8)], err)
 		}
+	}
+}
+
+// TestInspectGo inspects Go SDK plugins, which export every operation's
+// entry points: Inspect lists the operations they registered.
+func TestInspectGo(t *testing.T) {
+	tests := []struct {
+		name, dir string
+		ops       []abi.Op
+	}{
+		{"map", "plugins/identity", []abi.Op{abi.OpMap}},
+		{"flat_map", "plugins/conformance/go/words", []abi.Op{abi.OpFlatMap}},
+		{"filter", "plugins/conformance/go/keep_even", []abi.Op{abi.OpFilter}},
+		{"aggregate", "plugins/conformance/go/average", []abi.Op{abi.OpAggregate}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := Inspect(goPlugin(t, tt.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(info.Ops) != fmt.Sprint(tt.ops) || len(info.Problems) != 0 {
+				t.Errorf("Ops = %v, problems %q; want %v and none", info.Ops, info.Problems, tt.ops)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weir-stream/weir/abi"
 )
@@ -84,7 +85,13 @@ func TestLoadRejects(t *testing.T) {
 			name:   "missing op export",
 			cfg:    func(t *testing.T) PluginConfig { return watConfig(t, "filter_only") },
 			kind:   ErrInvalidModule,
-			wantIn: []string{"missing export " + abi.ExportMap + " (the operator is a map)"},
+			wantIn: []string{"not a valid weir ABI v1 map plugin: the plugin implements filter, not map (missing export " + abi.ExportMap + ")"},
+		},
+		{
+			name:   "wrong weir_ops signature",
+			cfg:    func(t *testing.T) PluginConfig { return watConfig(t, "ops_bad_signature") },
+			kind:   ErrInvalidModule,
+			wantIn: []string{"export " + abi.ExportOps + " has type (i32) -> (i32), want () -> (i32)"},
 		},
 		{
 			name: "wrong export signatures",
@@ -182,7 +189,7 @@ func TestLoadRejects(t *testing.T) {
 				return c
 			},
 			kind:   ErrInvalidModule,
-			wantIn: []string{"over limit of 1 pages"},
+			wantIn: []string{"its memory starts at 2 pages (128 KiB), over its limit of 64 KiB (memory_limit_pages: 1)"},
 		},
 	}
 	for _, tt := range tests {
@@ -264,7 +271,9 @@ func TestInitConfig(t *testing.T) {
 	}
 }
 
-func TestRuntimeEngines(t *testing.T) {
+// TestRuntimeEngine checks that plugins of every memory limit and timeout
+// share the Runtime's one engine and its compilation cache.
+func TestRuntimeEngine(t *testing.T) {
 	dir := t.TempDir()
 	rt, err := NewRuntime(context.Background(), RuntimeOptions{CacheDir: dir})
 	if err != nil {
@@ -273,23 +282,23 @@ func TestRuntimeEngines(t *testing.T) {
 	defer rt.Close(context.Background())
 	configs := []struct {
 		pages   uint32
-		timeout bool
-	}{{0, false}, {1024, false}, {64, false}, {64, true}, {0, true}}
+		timeout time.Duration
+	}{{0, 0}, {1024, 0}, {64, NoTimeout}, {64, time.Second}}
+	var engines []*engine
 	for _, c := range configs {
 		cfg := watConfig(t, "identity")
-		cfg.MemoryLimitPages = c.pages
-		if c.timeout {
-			cfg.Timeout = 1e9
-		}
+		cfg.MemoryLimitPages, cfg.Timeout = c.pages, c.timeout
 		p, err := rt.Load(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer p.Close(context.Background())
+		engines = append(engines, p.eng)
 	}
-	// 0 and 1024 pages are the same limit.
-	if n := len(rt.engines); n != 4 {
-		t.Errorf("runtime has %d engines, want 4", n)
+	for _, e := range engines {
+		if e != engines[0] {
+			t.Fatal("plugins run on more than one engine")
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "wazero")); err != nil {
 		t.Errorf("compilation cache directory: %v", err)
@@ -352,4 +361,117 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// opsConfig is testdata/ops.wasm as operator "f" of op, reporting the
+// operations in the one-byte config ops.
+func opsConfig(t testing.TB, op abi.Op, ops byte) PluginConfig {
+	return PluginConfig{Operator: "f", Path: "plugins/x.wasm", Wasm: testdata(t, "ops"), Op: op, InitConfig: []byte{ops}}
+}
+
+// TestLoadOps loads modules that report the operations they registered
+// (abi.ExportOps) as operators of each kind: the operator's must be among
+// them, whatever the module exports; a module that does not report them
+// is judged by its exports.
+func TestLoadOps(t *testing.T) {
+	rt := newRuntime(t, nil)
+	tests := []struct {
+		name    string
+		cfg     func(t *testing.T) PluginConfig
+		kind    error  // nil: Load succeeds
+		wantErr string // the whole message
+	}{
+		{name: "reports map, as map", cfg: func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpMap, 1) }},
+		{
+			name:    "reports map, as filter",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpFilter, 1) },
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): the plugin implements map, not filter`,
+		},
+		{
+			name:    "reports map, as flat_map",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpFlatMap, 1) },
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): the plugin implements map, not flat_map`,
+		},
+		{name: "reports map and filter, as filter", cfg: func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpFilter, 5) }},
+		{
+			name:    "reports map, flat_map and aggregate, as filter",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpFilter, 11) },
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): the plugin implements map, flat_map and aggregate, not filter`,
+		},
+		{
+			name:    "reports nothing",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpMap, 0) },
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): the plugin implements nothing, not map`,
+		},
+		{name: "reserved bits are ignored", cfg: func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpFlatMap, 0xf2) }},
+		{
+			name:    "reserved bits alone",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpMap, 0xf0) },
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): the plugin implements nothing, not map`,
+		},
+		{
+			name:    "weir_ops traps",
+			cfg:     func(t *testing.T) PluginConfig { return opsConfig(t, abi.OpMap, 0xff) },
+			kind:    ErrInit,
+			wantErr: `operator "f" (plugins/x.wasm): ` + abi.ExportOps + ` failed: trap: wasm error: unreachable`,
+		},
+		{
+			name: "no weir_ops: judged by its exports",
+			cfg: func(t *testing.T) PluginConfig {
+				c := watConfig(t, "identity")
+				c.Op = abi.OpFilter
+				return c
+			},
+		},
+		{
+			name: "no weir_ops, another operation",
+			cfg: func(t *testing.T) PluginConfig {
+				c := watConfig(t, "filter_only")
+				c.Operator, c.Path = "f", "plugins/x.wasm"
+				c.Op = abi.OpFlatMap
+				return c
+			},
+			kind:    ErrInvalidModule,
+			wantErr: `operator "f" (plugins/x.wasm): not a valid weir ABI v1 flat_map plugin: the plugin implements filter, not flat_map (missing export ` + abi.ExportFlatMap + `)`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := rt.Load(context.Background(), tt.cfg(t))
+			if tt.kind == nil {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				checkLoaded(t, p)
+				return
+			}
+			if err == nil {
+				p.Close(context.Background())
+				t.Fatal("Load succeeded, want an error")
+			}
+			if !errors.Is(err, tt.kind) || err.Error() != tt.wantErr {
+				t.Errorf("err = %v (errors.Is(err, %v) = %v), want %q", err, tt.kind, errors.Is(err, tt.kind), tt.wantErr)
+			}
+		})
+	}
+}
+
+// checkLoaded runs a batch through p and closes it.
+func checkLoaded(t *testing.T, p *Plugin) {
+	t.Helper()
+	ctx := context.Background()
+	defer p.Close(ctx)
+	w, err := p.NewWorker(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	if out := process(t, w, recs("a", "b")); !equal(values(out.Records), []string{"a", "b"}) {
+		t.Errorf("outputs %q, want a and b kept", values(out.Records))
+	}
 }

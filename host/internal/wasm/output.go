@@ -3,6 +3,7 @@ package wasm
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/record"
@@ -78,9 +79,37 @@ const (
 type decoder struct {
 	op     abi.Op
 	stage  string // the operator, for dead letters
+	limit  int    // bytes of output one call may produce (see charge); 0: none
 	reader abi.OutputReader
 	entry  abi.Entry
 	names  map[string]string // interned header names
+}
+
+// limitError is output over the decoder's limit.
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// recordSize is what an output record costs the host besides its bytes.
+const recordSize = int(unsafe.Sizeof(record.Record{}))
+
+// entrySize is what entry e costs the host: its record, and the bytes
+// copied for it.
+func entrySize(e *abi.Entry) int {
+	n := recordSize
+	switch e.Kind {
+	case abi.KindRecord:
+		n += len(e.Value)
+		if e.Flags&abi.FlagKey != 0 {
+			n += len(e.Key)
+		}
+		if e.Flags&abi.FlagHeaders != 0 {
+			n += e.Headers.Len()*int(unsafe.Sizeof(record.Header{})) + len(e.Headers.Raw())
+		}
+	case abi.KindError:
+		n += min(len(e.Message), maxErrorMessage)
+	}
+	return n
 }
 
 // decode appends to out what frame says about the batch in: kept and
@@ -100,6 +129,7 @@ func (d *decoder) decode(frame []byte, in []record.Record, out *Output, rejected
 	e := &d.entry
 	prev := -1
 	group := len(out.Records) // where the outputs of input prev start
+	used := 0
 	for {
 		ok, err := d.reader.Next(e)
 		if err != nil {
@@ -114,6 +144,10 @@ func (d *decoder) decode(frame []byte, in []record.Record, out *Output, rejected
 		if e.Index != prev {
 			group = len(out.Records)
 			prev = e.Index
+		}
+		if used += entrySize(e); d.limit > 0 && used > d.limit {
+			return nrejected, &limitError{msg: fmt.Sprintf("%s output of one call over max_batch_output (%s)",
+				d.op, sizeString(uint64(d.limit)))}
 		}
 		if rejected[e.Index] {
 			continue

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"slices"
 	"unsafe"
 
@@ -23,6 +24,13 @@ type overlay struct {
 	writes []overlayWrite
 	latest map[string]int // store key -> index in writes of its latest write
 
+	// limit bounds the bytes of keys and values one call may hold (0:
+	// none); bytes counts them, and over says why a write was refused.
+	limit    int
+	bytes    int
+	over     string
+	overKind string // the config key of the bound over refers to
+
 	// commit's scratch space.
 	muts []state.Mutation
 	seen map[string]struct{}
@@ -37,6 +45,7 @@ type overlayWrite struct {
 
 // reset discards every write.
 func (o *overlay) reset() {
+	o.bytes, o.over, o.overKind = 0, "", ""
 	if len(o.writes) == 0 {
 		return
 	}
@@ -62,10 +71,18 @@ func (o *overlay) get(key []byte) (value []byte, found, inOverlay bool) {
 }
 
 // put records a write (or, with del, a delete) of key for record rec. It
-// copies key and value.
-func (o *overlay) put(key, value []byte, del bool, rec int) {
+// copies key and value. A record's rewrite of a key it wrote earlier in the
+// call replaces that write. It reports false, recording why in o.over,
+// when the write would take the call's writes over the limit.
+func (o *overlay) put(key, value []byte, del bool, rec int) bool {
 	if o.latest == nil {
 		o.latest = make(map[string]int)
+	}
+	if i, ok := o.latest[string(key)]; ok && o.writes[i].rec == rec {
+		return o.rewrite(&o.writes[i], value, del)
+	}
+	if !o.charge(len(key) + len(value)) {
+		return false
 	}
 	k := o.arena.Copy(key)
 	var v []byte
@@ -74,6 +91,40 @@ func (o *overlay) put(key, value []byte, del bool, rec int) {
 	}
 	o.latest[unsafe.String(unsafe.SliceData(k), len(k))] = len(o.writes)
 	o.writes = append(o.writes, overlayWrite{key: k, value: v, delete: del, rec: rec})
+	return true
+}
+
+// rewrite replaces wr's value, in place when it fits.
+func (o *overlay) rewrite(wr *overlayWrite, value []byte, del bool) bool {
+	wr.delete = del
+	switch {
+	case del:
+		wr.value = wr.value[:0]
+	case wr.value != nil && len(value) <= cap(wr.value):
+		wr.value = append(wr.value[:0], value...)
+	case !o.charge(len(value)):
+		return false
+	default:
+		wr.value = o.arena.Copy(value)
+	}
+	return true
+}
+
+// refuse records the first write of the call refused over a bound.
+func (o *overlay) refuse(kind, why string) {
+	if o.over == "" {
+		o.over, o.overKind = why, kind
+	}
+}
+
+// charge counts n more bytes against the limit.
+func (o *overlay) charge(n int) bool {
+	if o.limit > 0 && o.bytes+n > o.limit {
+		o.refuse(limitBatchState, fmt.Sprintf("state writes of one call over max_batch_state (%s)", sizeString(uint64(o.limit))))
+		return false
+	}
+	o.bytes += n
+	return true
 }
 
 // commit applies the batch's writes to store in one Apply, leaving out the

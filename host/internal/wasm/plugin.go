@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"log/slog"
@@ -39,13 +40,16 @@ type PluginConfig struct {
 	// MemoryLimitPages limits each instance's memory, in 64 KiB pages.
 	// 0 means DefaultMemoryLimitPages.
 	MemoryLimitPages uint32
-	// Timeout bounds each batch call; 0 means no limit. A call that runs
-	// over is a trap. Setting it makes every call of this plugin slower
-	// (wazero then checks for cancellation in loops), so leave it 0 unless
-	// the plugin may hang. It does not bound initialisation (_initialize,
-	// weir_init): the context of Load or NewWorker does, for plugins with
-	// a Timeout.
+	// Timeout bounds each guest call: _initialize and weir_init (so Load
+	// and every instance made after a trap), each batch, each record of a
+	// failed batch run again alone, each aggregate call. A call that runs
+	// over is interrupted and handled as a trap: its record goes to the
+	// dead letters with "deadline exceeded after …". 0 means
+	// DefaultTimeout; NoTimeout means none.
 	Timeout time.Duration
+	// Limits bound what one call can make the host hold; zero fields
+	// take the defaults of DefaultLimits.
+	Limits Limits
 	// Store keeps the operator's state. Nil means a private in-memory store
 	// shared by the plugin's workers.
 	Store state.Store
@@ -63,7 +67,33 @@ type PluginConfig struct {
 	// ObserveCall, if set, is called after every guest batch call with its
 	// duration, on the worker's goroutine (metrics).
 	ObserveCall func(time.Duration)
+	// ObserveLimit, if set, is called on the worker's goroutine each time
+	// a call hits one of the sandbox's bounds, named by its config key:
+	// timeout, memory_limit_pages, max_state_value, max_batch_state or
+	// max_batch_output (metrics).
+	ObserveLimit func(limit string)
 }
+
+// Limits bound what one guest call can make the host hold, beside the
+// guest's own memory. A call over a limit has no effect (its outputs and
+// state writes are discarded, as for a trap); its batch is run again a
+// record at a time, and a record over the limit alone goes to the dead
+// letters with a reason naming the limit.
+type Limits struct {
+	// StateValue bounds one state value, in bytes; at most (and by
+	// default) abi.MaxStateValue.
+	StateValue int
+	// StateBytes bounds the state one call writes: the bytes of its keys
+	// and values, a record's rewrite of a key replacing its earlier write.
+	StateBytes int
+	// OutputBytes bounds the output of one call: the bytes copied for its
+	// records and dead letters plus, for each, the size of a record.
+	OutputBytes int
+}
+
+// DefaultLimits are the Limits a plugin gets for the fields its config
+// leaves zero.
+var DefaultLimits = Limits{StateValue: abi.MaxStateValue, StateBytes: 32 << 20, OutputBytes: 32 << 20}
 
 // Plugin is a compiled, validated module, ready to run as one operator. It
 // is safe for concurrent use; each worker goroutine makes its own Worker
@@ -88,8 +118,10 @@ type Plugin struct {
 // the operator needs, correctly typed, and imports nothing weir does not
 // provide; then it instantiates the module and runs its initialisation
 // (_initialize, weir_init with cfg.InitConfig), so that a module that
-// cannot start, or rejects its config, fails here. That first instance
-// becomes the first Worker NewWorker returns.
+// cannot start, or rejects its config, fails here; a module that reports
+// the operations it registered (abi.ExportOps) fails here too when the
+// operator's is not among them. That first instance becomes the first
+// Worker NewWorker returns.
 //
 // Errors are *Error values naming the operator and path, wrapping
 // ErrConfig, ErrInvalidModule (ErrABIVersion), ErrInstantiate or ErrInit.
@@ -100,18 +132,22 @@ func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
 	if msg := checkBinary(cfg.Wasm); msg != "" {
 		return nil, cfg.errorf(ErrInvalidModule, nil, "%s", msg)
 	}
-	eng, err := r.engine(ctx, engineKey{memoryLimitPages: cfg.MemoryLimitPages, closeOnDone: cfg.Timeout > 0})
+	eng, err := r.engine(ctx)
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := eng.rt.CompileModule(ctx, cfg.Wasm)
+	compiled, err := eng.compile(ctx, &cfg, !r.unmetered)
 	if err != nil {
-		return nil, cfg.errorf(ErrInvalidModule, err, "invalid WebAssembly")
+		return nil, err
 	}
 	s := shapeOf(compiled)
 	if msg, kind := s.versionProblem(); msg != "" {
 		compiled.Close(ctx)
 		return nil, cfg.errorf(kind, nil, "%s", msg)
+	}
+	if msg := s.memoryProblem(cfg.MemoryLimitPages); msg != "" {
+		compiled.Close(ctx)
+		return nil, cfg.errorf(ErrInvalidModule, nil, "%s", msg)
 	}
 	if ps := s.problems(eng.provided, cfg.Op); len(ps) > 0 {
 		compiled.Close(ctx)
@@ -134,8 +170,7 @@ func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
 			WithArgs(cfg.Operator).
 			WithSysWalltime().
 			WithSysNanotime().
-			WithSysNanosleep().
-			WithRandSource(rand.Reader),
+			WithRandSource(rand.Reader), // and each Worker's own sleep (sandbox.go)
 	}
 	if p.log == nil {
 		p.log = r.log
@@ -149,6 +184,12 @@ func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
 		p.ttl.now = time.Now
 	}
 	w, err := p.newWorker(ctx)
+	if err == nil {
+		err = w.checkOps(ctx)
+		if err != nil {
+			w.Close(ctx)
+		}
+	}
 	if err != nil {
 		compiled.Close(ctx)
 		return nil, err
@@ -167,14 +208,23 @@ func (cfg *PluginConfig) normalize() error {
 	case cfg.MemoryLimitPages > maxMemoryLimitPages:
 		return cfg.errorf(ErrConfig, nil, "memory limit of %d pages is over the 4 GiB (%d pages) a Wasm memory can have",
 			cfg.MemoryLimitPages, maxMemoryLimitPages)
-	case cfg.Timeout < 0:
+	case cfg.Timeout < 0 && cfg.Timeout != NoTimeout:
 		return cfg.errorf(ErrConfig, nil, "negative timeout %s", cfg.Timeout)
+	case cfg.Limits.StateValue < 0 || cfg.Limits.StateValue > abi.MaxStateValue || cfg.Limits.StateBytes < 0 || cfg.Limits.OutputBytes < 0:
+		return cfg.errorf(ErrConfig, nil, "limits out of range: %+v (state values at most %d bytes)", cfg.Limits, abi.MaxStateValue)
 	case cfg.StateTTL < 0 || cfg.StateTTL%time.Millisecond != 0:
 		return cfg.errorf(ErrConfig, nil, "state TTL %s is not a positive whole number of milliseconds", cfg.StateTTL)
 	}
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages
 	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	l := &cfg.Limits
+	l.StateValue = cmp.Or(l.StateValue, DefaultLimits.StateValue)
+	l.StateBytes = cmp.Or(l.StateBytes, DefaultLimits.StateBytes)
+	l.OutputBytes = cmp.Or(l.OutputBytes, DefaultLimits.OutputBytes)
 	return nil
 }
 

@@ -284,7 +284,7 @@ func TestTimeout(t *testing.T) {
 	if got := values(out.Records); !equal(got, []string{"a", "b"}) {
 		t.Errorf("out = %q", got)
 	}
-	if len(out.Dead) != 1 || out.Dead[0].Reason != "timed out after 100ms" {
+	if len(out.Dead) != 1 || out.Dead[0].Reason != "deadline exceeded after 100ms (the operator's timeout)" {
 		t.Fatalf("dead = %+v", out.Dead)
 	}
 	if d := time.Since(start); d > 5*time.Second {

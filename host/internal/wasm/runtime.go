@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/meter"
 )
 
 // RuntimeOptions configure NewRuntime.
@@ -30,27 +31,23 @@ type RuntimeOptions struct {
 // Runtime runs weir plugins. It is process-wide and safe for concurrent
 // use; Close it when the process is done with every plugin it loaded.
 //
-// wazero fixes the memory limit and the context-cancellation behaviour per
-// wazero.Runtime, so a Runtime keeps one wazero.Runtime ("engine") per
-// distinct (memory limit, timeout enabled) pair among its plugins. All
-// engines share one compilation cache.
+// It keeps one wazero.Runtime ("engine"), with weir's host modules,
+// created on first use. Every plugin shares it: memory limits are each
+// instance's own (memory.go), and deadlines each call's (sandbox.go).
 type Runtime struct {
 	log   *slog.Logger
 	cache wazero.CompilationCache
 	// seq numbers instances, so that each has a unique module name.
 	seq atomic.Uint64
 
-	mu      sync.Mutex
-	engines map[engineKey]*engine
-	closed  bool
-}
+	// unmetered loads modules as they are, without the sandbox's checks:
+	// a looping guest then stalls the process and no deadline holds. Only
+	// the benchmarks that measure the sandbox's cost set it.
+	unmetered bool
 
-// engineKey is the part of a plugin's config that wazero fixes per runtime.
-type engineKey struct {
-	memoryLimitPages uint32
-	// closeOnDone enables wazero's WithCloseOnContextDone. It costs 3-10x
-	// in call overhead, so only plugins with a Timeout get it.
-	closeOnDone bool
+	mu     sync.Mutex
+	eng    *engine
+	closed bool
 }
 
 // engine is one wazero.Runtime with weir's host modules instantiated.
@@ -64,7 +61,7 @@ type engine struct {
 // NewRuntime returns a Runtime. With opts.CacheDir set, it creates the
 // on-disk compilation cache there.
 func NewRuntime(ctx context.Context, opts RuntimeOptions) (*Runtime, error) {
-	r := &Runtime{log: opts.Logger, engines: make(map[engineKey]*engine)}
+	r := &Runtime{log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -90,34 +87,53 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	var errs []error
-	for _, e := range r.engines {
-		errs = append(errs, e.rt.Close(ctx))
+	if r.eng != nil {
+		errs = append(errs, r.eng.rt.Close(ctx))
+		r.eng = nil
 	}
-	r.engines = nil
 	errs = append(errs, r.cache.Close(ctx))
 	return errors.Join(errs...)
 }
 
-// engine returns the engine for key, creating it on first use.
-func (r *Runtime) engine(ctx context.Context, key engineKey) (*engine, error) {
+// engine returns the engine, creating it on first use.
+func (r *Runtime) engine(ctx context.Context) (*engine, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, fmt.Errorf("wasm: runtime %w", ErrClosed)
 	}
-	if e := r.engines[key]; e != nil {
-		return e, nil
+	if r.eng != nil {
+		return r.eng, nil
 	}
 	cfg := wazero.NewRuntimeConfig().
 		WithCompilationCache(r.cache).
-		WithMemoryLimitPages(key.memoryLimitPages).
-		WithCloseOnContextDone(key.closeOnDone)
+		WithMemoryLimitPages(maxMemoryLimitPages)
 	e, err := newEngine(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.engines[key] = e
+	r.eng = e
 	return e, nil
+}
+
+// compile instruments the plugin's module for the sandbox (package meter),
+// when metered, and compiles it.
+func (e *engine) compile(ctx context.Context, cfg *PluginConfig, metered bool) (wazero.CompiledModule, error) {
+	bin := cfg.Wasm
+	if metered {
+		// Instrument reads the whole module first, so a module it refuses
+		// never reaches wazero (which would, for one declaring a vector of
+		// billions of entries, allocate it before reading it).
+		var err error
+		if bin, err = meter.Instrument(cfg.Wasm, meter.Options{Fuel: yieldFuel}); err != nil {
+			return nil, cfg.errorf(ErrInvalidModule, err, "invalid WebAssembly, or a feature the sandbox does not support")
+		}
+	}
+	c, err := e.rt.CompileModule(ctx, bin)
+	if err != nil {
+		return nil, cfg.errorf(ErrInvalidModule, err, "invalid WebAssembly")
+	}
+	return c, nil
 }
 
 // newEngine creates a wazero runtime and instantiates into it every host
@@ -137,14 +153,10 @@ func (e *engine) instantiateHostModules(ctx context.Context) error {
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, e.rt); err != nil {
 		return err
 	}
-	weir := e.rt.NewHostModuleBuilder(abi.ImportModule)
-	for _, f := range weirFuncs {
-		weir.NewFunctionBuilder().
-			WithGoModuleFunction(f.fn, f.sig.Params, f.sig.Results).
-			WithParameterNames(f.paramNames...).
-			Export(f.name)
+	if err := instantiateHost(ctx, e.rt, abi.ImportModule, weirFuncs); err != nil {
+		return err
 	}
-	if _, err := weir.Instantiate(ctx); err != nil {
+	if err := instantiateHost(ctx, e.rt, meter.ImportModule, sandboxFuncs); err != nil {
 		return err
 	}
 	env := e.rt.NewHostModuleBuilder(envModule)
@@ -155,7 +167,7 @@ func (e *engine) instantiateHostModules(ctx context.Context) error {
 	if _, err := env.Instantiate(ctx); err != nil {
 		return err
 	}
-	for _, name := range []string{wasi_snapshot_preview1.ModuleName, abi.ImportModule, envModule} {
+	for _, name := range []string{wasi_snapshot_preview1.ModuleName, abi.ImportModule, meter.ImportModule, envModule} {
 		m := e.rt.Module(name)
 		fns := make(map[string]Signature)
 		for n, d := range m.ExportedFunctionDefinitions() {
@@ -164,4 +176,17 @@ func (e *engine) instantiateHostModules(ctx context.Context) error {
 		e.provided[name] = fns
 	}
 	return nil
+}
+
+// instantiateHost instantiates the host module name with fns.
+func instantiateHost(ctx context.Context, rt wazero.Runtime, name string, fns []hostFunc) error {
+	b := rt.NewHostModuleBuilder(name)
+	for _, f := range fns {
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(f.fn, f.sig.Params, f.sig.Results).
+			WithParameterNames(f.paramNames...).
+			Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
 }

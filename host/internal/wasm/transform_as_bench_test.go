@@ -18,8 +18,10 @@ import (
 // Building the plugin needs the AssemblyScript compiler
 // (scripts/install-toolchains.sh).
 func BenchmarkTransformAssemblyScript(b *testing.B) {
-	cfg := goConfig(b, "plugins/conformance/assemblyscript/uppercase", abi.OpMap)
-	cfg.InitConfig = []byte(`{"field":"kind"}`)
-	_, w := mustLoad(b, sharedRuntime(b), cfg)
-	benchProcess(b, w, readings(512))
+	sandboxModes(b, func(b *testing.B, rt *Runtime) {
+		cfg := goConfig(b, "plugins/conformance/assemblyscript/uppercase", abi.OpMap)
+		cfg.InitConfig = []byte(`{"field":"kind"}`)
+		_, w := mustLoad(b, rt, cfg)
+		benchProcess(b, w, readings(512))
+	})
 }

@@ -14,8 +14,10 @@ import (
 //	go test -run='^$' -bench='Transform(C|Go)$' -count 6 ./host/internal/wasm/
 //	go test -run='^$' -bench=TransformNative -count 6 ./plugins/conformance/go/uppercase/
 func BenchmarkTransformC(b *testing.B) {
-	cfg := goConfig(b, "plugins/conformance/c/uppercase", abi.OpMap)
-	cfg.InitConfig = []byte(`{"field":"kind"}`)
-	_, w := mustLoad(b, sharedRuntime(b), cfg)
-	benchProcess(b, w, readings(512))
+	sandboxModes(b, func(b *testing.B, rt *Runtime) {
+		cfg := goConfig(b, "plugins/conformance/c/uppercase", abi.OpMap)
+		cfg.InitConfig = []byte(`{"field":"kind"}`)
+		_, w := mustLoad(b, rt, cfg)
+		benchProcess(b, w, readings(512))
+	})
 }

@@ -2,8 +2,8 @@ package wasm
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -60,6 +60,8 @@ var (
 	sigCall  = Signature{Params: []api.ValueType{i32, i32}, Results: []api.ValueType{i64}}
 	// sigCreate is weir_agg_create's: no input, a packed accumulator out.
 	sigCreate = Signature{Results: []api.ValueType{i64}}
+	// sigOps is weir_ops's: no input, an abi.OpSet out.
+	sigOps = Signature{Results: []api.ValueType{i32}}
 )
 
 // exportSignature returns the signature ABI v1 requires of the export
@@ -75,6 +77,8 @@ func exportSignature(name string) (Signature, bool) {
 		return sigCall, true
 	case abi.ExportAggCreate:
 		return sigCreate, true
+	case abi.ExportOps:
+		return sigOps, true
 	}
 	return Signature{}, false
 }
@@ -106,6 +110,7 @@ type shape struct {
 	imports    []Import             // imported functions and memories, in order
 	versions   []int                // ABI versions declared by marker exports, sorted
 	hasVersion bool                 // whether abi.ExportVersion is among them
+	memoryMin  uint32               // the initial pages of its exported memory
 }
 
 func shapeOf(c wazero.CompiledModule) *shape {
@@ -128,7 +133,20 @@ func shapeOf(c wazero.CompiledModule) *shape {
 		mod, name, _ := d.Import()
 		s.imports = append(s.imports, Import{Module: mod, Name: name, Kind: ImportMemory})
 	}
+	for _, d := range c.ExportedMemories() {
+		s.memoryMin = max(s.memoryMin, d.Min())
+	}
 	return s
+}
+
+// memoryProblem explains why the module's memory cannot start within
+// limit pages, or returns "".
+func (s *shape) memoryProblem(limit uint32) string {
+	if s.memoryMin <= limit {
+		return ""
+	}
+	return fmt.Sprintf("its memory starts at %d pages (%s), over its limit of %s (memory_limit_pages: %d)",
+		s.memoryMin, sizeString(uint64(s.memoryMin)*pageSize), sizeString(uint64(limit)*pageSize), limit)
 }
 
 // versionProblem explains why the module is not an ABI v1 module at all,
@@ -152,20 +170,11 @@ func (s *shape) versionProblem() (msg string, kind error) {
 // import module to the functions weir provides there.
 func (s *shape) problems(provided map[string]map[string]Signature, ops ...abi.Op) []string {
 	var ps []string
-	required := []string{abi.ExportAlloc, abi.ExportInit}
-	for _, op := range ops {
-		required = append(required, opExports(op)...)
+	for _, name := range s.missing(abi.ExportAlloc, abi.ExportInit) {
+		ps = append(ps, "missing export "+name)
 	}
-	for _, name := range required {
-		if _, ok := s.exports[name]; !ok {
-			p := "missing export " + name
-			if op := opOfExport(name); slices.Contains(ops, op) {
-				article := "a"
-				if op == abi.OpAggregate {
-					article = "an"
-				}
-				p += fmt.Sprintf(" (the operator is %s %s)", article, op)
-			}
+	for _, op := range ops {
+		if p := s.opProblem(op); p != "" {
 			ps = append(ps, p)
 		}
 	}
@@ -217,24 +226,99 @@ func (s *shape) implementedOps() []abi.Op {
 	return ops
 }
 
+// missing returns those of names that s does not export.
+func (s *shape) missing(names ...string) []string {
+	var m []string
+	for _, name := range names {
+		if _, ok := s.exports[name]; !ok {
+			m = append(m, name)
+		}
+	}
+	return m
+}
+
+// opProblem explains why s does not implement op, by its exports, or
+// returns "": "the plugin implements filter, not map (missing export
+// weir_map)".
+func (s *shape) opProblem(op abi.Op) string {
+	m := s.missing(opExports(op)...)
+	if len(m) == 0 {
+		return ""
+	}
+	export := "export"
+	if len(m) > 1 {
+		export = "exports"
+	}
+	return fmt.Sprintf("%s (missing %s %s)", notImplemented(abi.OpSetOf(s.implementedOps()...), op), export, strings.Join(m, ", "))
+}
+
+// notImplemented says that a plugin implementing the operations in has
+// does not implement op: "the plugin implements map, not filter".
+func notImplemented(has abi.OpSet, op abi.Op) string {
+	return fmt.Sprintf("the plugin implements %s, not %s", opList(has.Ops()), op)
+}
+
+// opList names ops in prose: "map", "map and filter", "map, flat_map and
+// filter"; "nothing" for none.
+func opList(ops []abi.Op) string {
+	names := make([]string, len(ops))
+	for i, op := range ops {
+		names[i] = op.String()
+	}
+	switch len(names) {
+	case 0:
+		return "nothing"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// opsError is the Kind of the error Load returns for a module whose
+// abi.ExportOps answer lacks its operator's operation. It wraps
+// ErrInvalidModule, and keeps the answer for Inspect.
+type opsError struct{ ops abi.OpSet }
+
+func (e *opsError) Error() string {
+	return ErrInvalidModule.Error() + ": it does not implement the operator's operation"
+}
+
+func (e *opsError) Unwrap() error { return ErrInvalidModule }
+
+// checkOps asks the instance, when the module exports abi.ExportOps, which
+// operations the plugin registered, and refuses the module when its
+// operator's operation is not among them. A module without the export was
+// judged by its exports alone. Load calls it after initialisation, since
+// an SDK may register its functions in weir_init, by the config.
+func (w *Worker) checkOps(ctx context.Context) error {
+	cfg := &w.p.cfg
+	ops, ok, err := w.registeredOps(ctx)
+	if err != nil || !ok || ops.Has(cfg.Op) {
+		return err
+	}
+	return cfg.errorf(&opsError{ops: ops}, nil, "%s", notImplemented(ops, cfg.Op))
+}
+
+// registeredOps calls abi.ExportOps, and reports whether the module exports
+// it.
+func (w *Worker) registeredOps(ctx context.Context) (abi.OpSet, bool, error) {
+	fn := w.inst.mod.ExportedFunction(abi.ExportOps)
+	if fn == nil {
+		return 0, false, nil
+	}
+	w.inst.out.beginCall()
+	if err := w.call(ctx, fn); err != nil {
+		return 0, false, w.p.cfg.errorf(ErrInit, nil, "%s failed: %s", abi.ExportOps, w.describe(err))
+	}
+	return abi.OpSet(uint32(w.stack[0])), true, nil
+}
+
 // opExports returns the exports operation op requires.
 func opExports(op abi.Op) []string {
 	if op == abi.OpAggregate {
 		return abi.AggregateExports[:]
 	}
 	return []string{op.Export()}
-}
-
-func opOfExport(name string) abi.Op {
-	for _, op := range abi.Ops {
-		if op.Export() == name {
-			return op
-		}
-	}
-	if slices.Contains(abi.AggregateExports[:], name) {
-		return abi.OpAggregate
-	}
-	return 0
 }
 
 const (

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/weir-stream/weir/abi"
@@ -29,10 +30,16 @@ type Worker struct {
 	inst  *instance // nil until the next call instantiates one
 	ninst uint64    // instances made, so replacements can be counted
 
-	// cctx is the context of guest calls when the plugin has no timeout;
-	// its parent is set per call (see callCtx).
-	cctx  callCtx
-	stack [8]uint64
+	// cctx is the context of every guest call; its parent is set per call
+	// (see callCtx and call). callStart is when the current call began,
+	// for its deadline.
+	cctx      callCtx
+	callStart time.Time
+	stack     [8]uint64
+	// newMemory is the memory allocate made for the instance being made;
+	// memRefused describes a grow past the limit during the current call.
+	newMemory  *guestMemory
+	memRefused string
 
 	frame   []byte // the encoded batch, reused
 	bufPtr  uint32 // guest input region from weir_alloc; 0 when none yet
@@ -66,7 +73,10 @@ type instance struct {
 	op    api.Function
 	gc    api.Function // nil when the module does not export weir_gc
 	out   *guestOutput
-	agg   aggExports // aggregate plugins only
+	// memory is the instance's linear memory, kept mapped while a call
+	// runs.
+	memory *guestMemory
+	agg    aggExports // aggregate plugins only
 }
 
 // Stats are a Worker's counters since it was made.
@@ -76,13 +86,15 @@ type Stats struct {
 	Calls      uint64 // guest batch calls, including one-record replays
 	Errors     uint64 // records the guest rejected, dead-lettered with its message
 	Trapped    uint64 // records dead-lettered because the guest failed on them alone
-	Traps      uint64 // failed guest calls: traps, exits, timeouts, invalid output
+	Traps      uint64 // failed guest calls: traps, exits, timeouts, invalid output, overruns
+	Timeouts   uint64 // guest calls interrupted at their deadline
+	Overruns   uint64 // limits hit: memory grows refused, state or output over its bound
 	Restarts   uint64 // instances replaced after a failure
 	LogDropped uint64 // guest log lines dropped by the rate limit
 }
 
 type workerStats struct {
-	batches, records, calls, errors, trapped, traps, restarts, logDropped atomic.Uint64
+	batches, records, calls, errors, trapped, traps, timeouts, overruns, restarts, logDropped atomic.Uint64
 }
 
 // Stats returns the worker's counters. Unlike the rest of Worker, it may be
@@ -96,6 +108,8 @@ func (w *Worker) Stats() Stats {
 		Errors:     s.errors.Load(),
 		Trapped:    s.trapped.Load(),
 		Traps:      s.traps.Load(),
+		Timeouts:   s.timeouts.Load(),
+		Overruns:   s.overruns.Load(),
 		Restarts:   s.restarts.Load(),
 		LogDropped: s.logDropped.Load(),
 	}
@@ -116,9 +130,10 @@ func (p *Plugin) newWorker(ctx context.Context) (*Worker, error) {
 	w := &Worker{
 		p:         p,
 		log:       p.log,
-		dec:       decoder{op: p.cfg.Op, stage: p.cfg.Operator},
+		dec:       decoder{op: p.cfg.Op, stage: p.cfg.Operator, limit: p.cfg.Limits.OutputBytes},
 		watermark: math.MinInt64,
 	}
+	w.ov.limit = p.cfg.Limits.StateBytes
 	w.cctx.w = w
 	if err := w.instantiate(ctx); err != nil {
 		return nil, err
@@ -132,19 +147,23 @@ func (w *Worker) instantiate(ctx context.Context) error {
 	p := w.p
 	name := p.cfg.Operator + "#" + strconv.FormatUint(p.rt.seq.Add(1), 10)
 	out := newGuestOutput(w.log)
-	mod, err := p.eng.rt.InstantiateModule(ctx, p.compiled,
-		p.modCfg.WithName(name).WithStdout(&out.stdout).WithStderr(&out.stderr))
+	w.newMemory = nil
+	actx := experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(w.allocate))
+	mod, err := p.eng.rt.InstantiateModule(actx, p.compiled,
+		p.modCfg.WithName(name).WithStdout(&out.stdout).WithStderr(&out.stderr).WithNanosleep(w.nanosleep))
 	if err != nil {
 		return p.cfg.errorf(ErrInstantiate, err, "cannot instantiate the module")
 	}
 	inst := &instance{
-		mod:   mod,
-		mem:   mod.Memory(),
-		alloc: mod.ExportedFunction(abi.ExportAlloc),
-		op:    mod.ExportedFunction(p.cfg.Op.Export()),
-		gc:    mod.ExportedFunction(abi.ExportGC),
-		out:   out,
+		mod:    mod,
+		mem:    mod.Memory(),
+		alloc:  mod.ExportedFunction(abi.ExportAlloc),
+		op:     mod.ExportedFunction(p.cfg.Op.Export()),
+		gc:     mod.ExportedFunction(abi.ExportGC),
+		out:    out,
+		memory: w.newMemory,
 	}
+	w.newMemory = nil
 	if !hasMemory(inst.mem) {
 		mod.Close(ctx)
 		return p.cfg.errorf(ErrInvalidModule, nil, "the module defines no memory")
@@ -168,31 +187,52 @@ func (w *Worker) instantiate(ctx context.Context) error {
 	return nil
 }
 
+// rebuildWaits are the pauses between the attempts of rebuild.
+var rebuildWaits = []time.Duration{100 * time.Millisecond, time.Second}
+
+// rebuild makes the instance that replaces one that failed. An attempt
+// that fails (its initialisation traps, is rejected, or runs past the
+// deadline) is retried after each of rebuildWaits; the last error is
+// returned, and is fatal for the pipeline.
+func (w *Worker) rebuild(ctx context.Context) error {
+	err := w.instantiate(ctx)
+	for _, wait := range rebuildWaits {
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		w.log.Warn("the instance replacing a failed one did not start; trying again", "error", err, "in", wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
+		err = w.instantiate(ctx)
+	}
+	return err
+}
+
 // hasMemory reports whether m, from api.Module.Memory, is a memory. wazero
 // returns a typed nil for a module without one.
 func hasMemory(m api.Memory) bool {
 	return m != nil && !reflect.ValueOf(m).IsNil()
 }
 
-// initialize runs _initialize, if exported, and weir_init. Neither has a
-// timeout: bound them with ctx (which interrupts only plugins that have a
-// Timeout).
+// initialize runs _initialize, if exported, and weir_init, each under the
+// plugin's timeout.
 func (w *Worker) initialize(ctx context.Context) error {
 	cfg, inst := &w.p.cfg, w.inst
-	cc, _ := w.callContext(ctx, 0)
 	if f := inst.mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		inst.out.beginCall()
-		if err := f.CallWithStack(cc, w.stack[:]); err != nil {
+		if err := w.call(ctx, f); err != nil {
 			return cfg.errorf(ErrInit, nil, "%s failed: %s", abi.ExportInitialize, w.describe(err))
 		}
 	}
 	inst.out.beginCall()
-	ptr, err := w.writeInput(cc, cfg.InitConfig)
+	ptr, err := w.writeInput(ctx, cfg.InitConfig)
 	if err != nil {
 		return cfg.errorf(ErrInit, nil, "passing the config to %s failed: %s", abi.ExportInit, w.describe(err))
 	}
 	w.stack[0], w.stack[1] = uint64(ptr), uint64(len(cfg.InitConfig))
-	if err := inst.mod.ExportedFunction(abi.ExportInit).CallWithStack(cc, w.stack[:]); err != nil {
+	if err := w.call(ctx, inst.mod.ExportedFunction(abi.ExportInit)); err != nil {
 		return cfg.errorf(ErrInit, nil, "%s failed: %s", abi.ExportInit, w.describe(err))
 	}
 	mptr, mlen := abi.Unpack(w.stack[0])
@@ -205,22 +245,6 @@ func (w *Worker) initialize(ctx context.Context) error {
 			abi.ExportInit, mlen, mptr)
 	}
 	return cfg.errorf(ErrInit, nil, "%s rejected the config: %s", abi.ExportInit, guestText(msg, maxErrorMessage))
-}
-
-// callContext returns the context for one guest call and, when it set a
-// deadline, the function that releases it. Without a plugin timeout it
-// reuses w.cctx and allocates nothing; with one, wazero watches the context
-// from another goroutine, so every call gets its own.
-func (w *Worker) callContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if w.p.cfg.Timeout == 0 {
-		w.cctx.Context = ctx
-		return &w.cctx, nil
-	}
-	var cancel context.CancelFunc
-	if timeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-	}
-	return &callCtx{Context: ctx, w: w}, cancel
 }
 
 // minGuestBuffer is the smallest input region the host asks weir_alloc for.
@@ -242,7 +266,7 @@ func (w *Worker) writeInput(ctx context.Context, data []byte) (uint32, error) {
 		}
 		size = max(size, n)
 		w.stack[0] = uint64(size)
-		if err := inst.alloc.CallWithStack(ctx, w.stack[:]); err != nil {
+		if err := w.call(ctx, inst.alloc); err != nil {
 			return 0, err
 		}
 		ptr := uint32(w.stack[0])
@@ -261,27 +285,26 @@ func (w *Worker) writeInput(ctx context.Context, data []byte) (uint32, error) {
 }
 
 // describe turns the error of a guest call into a reason: "trap: ...",
-// "exited with code N", "timed out after D", followed by what the call
-// wrote to stderr.
+// "exited with code N", "deadline exceeded after D", with the memory
+// limit when the guest hit it, followed by what the call wrote to stderr.
 func (w *Worker) describe(err error) string {
 	var reason string
 	var te *trapError
+	var ie *interruptError
 	var exit *sys.ExitError
 	switch {
 	case errors.As(err, &te):
 		reason = te.reason
+	case errors.As(err, &ie):
+		reason = ie.reason
 	case errors.As(err, &exit):
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return "timed out after " + w.p.cfg.Timeout.String()
-		case sys.ExitCodeContextCanceled:
-			reason = "canceled"
-		default:
-			reason = fmt.Sprintf("exited with code %d", exit.ExitCode())
-		}
+		reason = fmt.Sprintf("exited with code %d", exit.ExitCode())
 	default:
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		reason = "trap: " + strings.TrimSuffix(msg, " (recovered by wazero)")
+	}
+	if w.memRefused != "" && ie == nil {
+		reason += " (" + w.memRefused + ")"
 	}
 	if w.inst != nil {
 		if ex := w.inst.out.stderrExcerpt(); ex != "" {
@@ -392,7 +415,7 @@ func (w *Worker) deadLetter(rec record.Record, t *trapError, out *Output) {
 // results), or a fatal error.
 func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error {
 	if w.inst == nil {
-		if err := w.instantiate(ctx); err != nil {
+		if err := w.rebuild(ctx); err != nil {
 			return err
 		}
 	}
@@ -408,24 +431,13 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error
 	}
 	w.frame = f
 
-	cc, cancel := w.callContext(ctx, cfg.Timeout)
 	inst.out.beginCall()
-	ptr, err := w.writeInput(cc, f)
+	ptr, err := w.writeInput(ctx, f)
 	if err == nil {
 		w.beginBatch(in)
 		w.stack[0], w.stack[1] = uint64(ptr), uint64(len(f))
-		var start time.Time
-		if cfg.ObserveCall != nil {
-			start = time.Now()
-		}
-		err = inst.op.CallWithStack(cc, w.stack[:])
-		if cfg.ObserveCall != nil {
-			cfg.ObserveCall(time.Since(start))
-		}
+		err = w.timedCall(ctx, inst.op)
 		w.batch = nil
-	}
-	if cancel != nil {
-		cancel()
 	}
 	w.stats.calls.Add(1)
 
@@ -435,13 +447,14 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error
 		return cfg.errorf(ErrState, serr, "state store failed during a %s call", cfg.Op)
 	}
 	if err != nil {
-		if cfg.Timeout > 0 {
-			if cerr := ctx.Err(); cerr != nil {
-				w.dropInstance(ctx)
-				return cfg.errorf(cerr, nil, "batch call interrupted")
-			}
+		if interrupted(ctx, err) {
+			w.dropInstance(ctx)
+			return cfg.errorf(ctx.Err(), nil, "batch call interrupted")
 		}
 		return w.trapped(ctx, err)
+	}
+	if w.ov.over != "" {
+		return w.overran(w.ov.overKind, w.ov.over)
 	}
 	optr, olen := abi.Unpack(w.stack[0])
 	frame, ok := inst.mem.Read(optr, olen)
@@ -451,7 +464,9 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error
 			olen, optr, inst.mem.Size())})
 	}
 	nrej, err := w.dec.decode(frame, in, out, w.rejected)
-	if err != nil {
+	if le, ok := err.(*limitError); ok {
+		return w.overran(limitBatchOutput, le.msg)
+	} else if err != nil {
 		return w.trapped(ctx, &trapError{reason: "invalid output: " + err.Error(), cause: err})
 	}
 	if err := w.ov.commit(w.p.store, w.rejected); err != nil {
@@ -482,6 +497,26 @@ func (w *Worker) beginBatch(in []record.Record) {
 	}
 }
 
+// timedCall is call, timed for PluginConfig.ObserveCall when set.
+func (w *Worker) timedCall(ctx context.Context, fn api.Function) error {
+	observe := w.p.cfg.ObserveCall
+	if observe == nil {
+		return w.call(ctx, fn)
+	}
+	start := time.Now()
+	err := w.call(ctx, fn)
+	observe(time.Since(start))
+	return err
+}
+
+// overran records a call that went over limit, one of the plugin's Limits. The
+// call's results are discarded as for a trap, but the instance, which
+// returned normally, is kept.
+func (w *Worker) overran(limit, reason string) *trapError {
+	w.limitHit(limit)
+	return &trapError{reason: reason}
+}
+
 // trapped records a failed call and drops the instance.
 func (w *Worker) trapped(ctx context.Context, err error) *trapError {
 	t := &trapError{reason: w.describe(err), cause: err}
@@ -497,12 +532,7 @@ func (w *Worker) collect(ctx context.Context) {
 	if w.inst.gc == nil {
 		return
 	}
-	cc, cancel := w.callContext(ctx, w.p.cfg.Timeout)
-	err := w.inst.gc.CallWithStack(cc, w.stack[:])
-	if cancel != nil {
-		cancel()
-	}
-	if err != nil {
+	if err := w.call(ctx, w.inst.gc); err != nil {
 		t := w.trapped(ctx, err)
 		w.log.Warn("guest failed in "+abi.ExportGC+"; replacing the instance", "reason", t.reason)
 	}

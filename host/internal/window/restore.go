@@ -439,13 +439,15 @@ func (ks *keyState) recordKey() []byte {
 
 // Restore rebuilds the operator's in-memory state from RollingConfig.Store
 // after a restart: each key's buffered rows, history, running aggregates
-// and min/max deques, for every key stored under the operator's Name that
-// owns accepts. wm is the watermark the state was checkpointed at; rows
-// buffered beyond it are emitted when the watermark passes them, exactly as
-// if the operator had never stopped. It must be called at most once, before
-// the first Process or OnWatermark. It returns an error if the Store does
-// not implement state.Scanner or holds a value it cannot decode (saying
-// which key and why). Restore stops if ctx is cancelled; after an error the
+// and min/max deques, and the latest time it emitted (which decides which
+// of its rows are late), for every key stored under the operator's Name
+// that owns accepts. wm is the watermark the state was checkpointed at;
+// buffered rows are emitted when the watermark next advances past them
+// (rows of a key that had emitted nothing that late may be buffered at or
+// before wm), exactly as if the operator had never stopped. It must be
+// called at most once, before the first Process or OnWatermark. It returns
+// an error if the Store does not implement state.Scanner or holds a value
+// it cannot decode (saying which key and why). Restore stops if ctx is cancelled; after an error the
 // operator holds part of the state and must not be used.
 //
 // owns may be nil, meaning every key. It is given nil for the nil record

@@ -875,6 +875,16 @@ func TestRestoreErrors(t *testing.T) {
 		{name: "rolling/bad row", rolling: true, corrupt: func(t *testing.T, st state.Store) {
 			put(t, st, rowKey([]byte("k"), 1), []byte{2, 9})
 		}, want: []string{`record key "k"`, "history row 1", "corrupt"}},
+		{name: "rolling/buffered row before the last emitted", rolling: true, corrupt: func(t *testing.T, st state.Store) {
+			// k's header as seeded (rows 100 and 200 emitted), with a
+			// row of time 150 buffered, which cannot happen.
+			v := []byte(`{"v":1}`)
+			h := binary.AppendVarint([]byte{rollingVersion, 1}, 150)
+			h = append(binary.AppendUvarint(h, uint64(len(v))), v...)
+			h = binary.AppendUvarint(binary.AppendVarint(h, 0), 2) // rows 0 and 1
+			h = binary.AppendVarint(binary.AppendVarint(binary.AppendVarint(binary.AppendUvarint(h, 0), 2), 5), 0)
+			put(t, st, state.Key(nil, "roll", []byte("k"), []byte{tagRolling}), binary.LittleEndian.AppendUint64(h, 0))
+		}, want: []string{`record key "k"`, "buffered row of time 150 is not after 200, the last emitted", "corrupt"}},
 		{name: "rolling/window entry", rolling: true, corrupt: func(t *testing.T, st state.Store) {
 			put(t, st, state.Key(nil, "roll", []byte("k"), []byte{tagCount}), []byte{1})
 		}, want: []string{"the entry is a count window, not a rolling operator's"}},

@@ -78,10 +78,19 @@ type RollingConfig struct {
 //
 // Process buffers each record by key until the watermark reaches its event
 // time; OnWatermark then emits the key's buffered rows in event-time order
-// (equal times in arrival order). A record at or before the watermark when
-// it arrives is late and goes to the dead letters, as are records whose
-// value is not a JSON object or lacks a numeric field that sum, avg, min or
-// max reads.
+// (equal times in arrival order). Lateness is judged per key, as Flink's
+// RowTimeRangeBoundedPrecedingFunction and RowTimeRowsBoundedPrecedingFunction
+// judge it against the key's last triggering time: a record is late when
+// its key has already emitted rows at or after its event time, since its
+// peers (or the rows after it) have gone out without it. Late records go to
+// the dead letters, as do records whose value is not a JSON object or lacks
+// a numeric field that sum, avg, min or max reads. A record at or before
+// the watermark whose key has emitted nothing that late is not late: it is
+// buffered and emitted when the watermark next advances, as Flink fires a
+// timer registered behind the watermark at its next advance. With
+// max_out_of_orderness 0 the watermark is the highest time seen, so this
+// is what keeps a card's row tying another card's last row of the previous
+// batch.
 //
 // ByRange: a window of Range r of a row at time t holds the key's rows with
 // times in [t-r, t]; rows of equal time (peers) all see each other and get
@@ -98,11 +107,11 @@ type RollingConfig struct {
 // scheme: each row is added once and removed once per window), with a
 // monotonic deque per window for min and max. State is written to the Store
 // once per call. After a restart, Restore reads back every key's state
-// (the rows it buffers, its history and running aggregates; the deques are
-// rebuilt from the history), so that the operator continues exactly as if
-// it had not stopped. Without Restore, a key's state is read back the
-// first time the key is seen, and buffered rows of keys never seen again
-// stay in the Store until they are. OnWatermark releases keys in order of
+// (the rows it buffers, its history and running aggregates; the deques, and
+// the latest time the key emitted, are rebuilt from the history), so that
+// the operator continues exactly as if it had not stopped. Without
+// Restore, a key's state is read back the first time the key is seen, and
+// buffered rows of keys never seen again stay in the Store until they are. OnWatermark releases keys in order of
 // their earliest buffered time, then of the key (the nil key first); all
 // of this is in the store, so restoring does not change the output's
 // order.
@@ -146,6 +155,11 @@ type rkey struct {
 	pending []prow // rows waiting for the watermark, in arrival order
 	sorted  bool   // pending is sorted by event time
 	minPend int64  // the earliest pending event time
+	// emitted is the latest event time the key has emitted (math.MinInt64
+	// before any): a row at or before it is late. It is the time of the
+	// history's last row, which no window evicts, so it needs no entry of
+	// its own in the Store.
+	emitted int64
 	// hist holds the rows the widest window may still need: row base+i is
 	// hist[i], its inputs ins[i*len(specs):].
 	base int64
@@ -311,16 +325,11 @@ func (r *Rolling) Process(_ context.Context, in []record.Record, out *wasm.Outpu
 	stampProcessingTime(r.cfg.ProcessingTime, time.Now, in)
 	for i := range in {
 		rec := &in[i]
-		if reason := outOfRange(rec); reason != "" {
-			r.dead(rec, reason, out)
-			continue
+		reason := outOfRange(rec)
+		if reason == "" {
+			reason = r.read(rec.Value)
 		}
-		if rec.Timestamp <= r.wm {
-			r.dead(rec, fmt.Sprintf("late: event time %d (%s) is at or before watermark %d (%s): the rows of that time were already emitted",
-				rec.Timestamp, time.UnixMilli(rec.Timestamp).UTC().Format(sqlLayout), r.wm, time.UnixMilli(r.wm).UTC().Format(sqlLayout)), out)
-			continue
-		}
-		if reason := r.read(rec.Value); reason != "" {
+		if reason != "" {
 			r.dead(rec, reason, out)
 			continue
 		}
@@ -329,25 +338,42 @@ func (r *Rolling) Process(_ context.Context, in []record.Record, out *wasm.Outpu
 		if err != nil {
 			return err
 		}
-		if len(k.pending) == 0 {
-			k.sorted, k.minPend = true, rec.Timestamp
-		} else if rec.Timestamp < k.pending[len(k.pending)-1].ts {
-			k.sorted = false
+		if rec.Timestamp <= k.emitted {
+			r.dead(rec, lateRolling(rec.Timestamp, k.emitted), out)
+			continue
 		}
-		k.pending = append(k.pending, prow{ts: rec.Timestamp, val: slices.Clone(rec.Value), ins: ins})
-		if k.heapIdx < 0 {
-			heap.Push(&r.timers, k)
-		} else if rec.Timestamp < k.minPend {
-			k.minPend = rec.Timestamp
-			heap.Fix(&r.timers, k.heapIdx)
-		}
-		r.markDirty(k)
+		r.buffer(k, rec, ins)
 	}
 	return r.flush()
 }
 
+// lateRolling explains why a row of event time t, of a key that has
+// emitted rows up to time emitted, is late.
+func lateRolling(t, emitted int64) string {
+	return fmt.Sprintf("late: event time %d (%s) is at or before %d (%s), the latest event time its key has emitted: the rows of that time were already emitted",
+		t, time.UnixMilli(t).UTC().Format(sqlLayout), emitted, time.UnixMilli(emitted).UTC().Format(sqlLayout))
+}
+
+// buffer adds rec, whose aggregates' inputs are ins, to k's pending rows.
+func (r *Rolling) buffer(k *rkey, rec *record.Record, ins []input) {
+	if len(k.pending) == 0 {
+		k.sorted, k.minPend = true, rec.Timestamp
+	} else if rec.Timestamp < k.pending[len(k.pending)-1].ts {
+		k.sorted = false
+	}
+	k.pending = append(k.pending, prow{ts: rec.Timestamp, val: slices.Clone(rec.Value), ins: ins})
+	if k.heapIdx < 0 {
+		heap.Push(&r.timers, k)
+	} else if rec.Timestamp < k.minPend {
+		k.minPend = rec.Timestamp
+		heap.Fix(&r.timers, k.heapIdx)
+	}
+	r.markDirty(k)
+}
+
 // OnWatermark implements engine.Watermarker: it emits, key by key, the
-// buffered rows with event times at or before wm, in event-time order.
+// buffered rows with event times at or before wm, in event-time order. A
+// wm at or before the last one is ignored.
 func (r *Rolling) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
 	if r.closed {
 		return fmt.Errorf("rolling %q: OnWatermark after Close", r.cfg.Name)
@@ -446,7 +472,7 @@ func (r *Rolling) key(k []byte) (*rkey, error) {
 
 // newKey returns empty state for record key k.
 func (r *Rolling) newKey(k []byte) *rkey {
-	ks := &rkey{key: string(k), global: k == nil, heapIdx: -1, sorted: true}
+	ks := &rkey{key: string(k), global: k == nil, heapIdx: -1, sorted: true, emitted: math.MinInt64}
 	ks.left = make([]int64, len(r.cfg.Windows))
 	ks.runs = make([]run, len(r.cfg.Windows)*len(r.specs))
 	ks.mono = make([][]int64, len(r.cfg.Windows)*len(r.mm))
@@ -489,7 +515,8 @@ func (k *rkey) sort() {
 
 func (k *rkey) minTS() int64 { return k.minPend }
 
-// release adds rows, sorted by event time, to k's windows and emits them.
+// release adds rows, sorted by event time and all after k.emitted, to k's
+// windows and emits them.
 func (r *Rolling) release(k *rkey, rows []prow, out *wasm.Output) error {
 	ns := len(r.specs)
 	for i := 0; i < len(rows); {
@@ -533,6 +560,7 @@ func (r *Rolling) release(k *rkey, rows []prow, out *wasm.Output) error {
 		for _, p := range rows[i:j] {
 			r.emit(k, p, out)
 		}
+		k.emitted = t
 		// Drop the rows no window needs any more.
 		lo := end
 		for w := range r.cfg.Windows {
@@ -696,10 +724,13 @@ func (r *Rolling) result(buf []byte, k *rkey, w, s int) []byte {
 // index (8 bytes, big-endian), holding the row's time (varint) and per
 // aggregate its input (a kind byte, then a varint or float64 bits). A call
 // writes the header and only the rows added or evicted since the last.
-// Min/max deques are rebuilt from the history. A key's entries are all
-// under its record key, so Restore finds them with one prefix scan of the
-// operator's Name; row entries outside the range a header gives (none are
-// written) are ignored.
+// Min/max deques are rebuilt from the history, and so is the latest time
+// the key emitted, by which its rows are judged late: it is the last history
+// row's, since no window evicts its current row (the history of a key that
+// has emitted is never empty). A key's entries are all under its record
+// key, so Restore finds them with one prefix scan of the operator's Name;
+// row entries outside the range a header gives (none are written) are
+// ignored.
 const (
 	tagRolling     = 'o'
 	tagRollingRow  = 'O'
@@ -815,6 +846,9 @@ func (r *Rolling) decode(k *rkey, b []byte, row func(idx int64) ([]byte, bool, e
 	if err := r.decodeRows(k, nh, row); err != nil {
 		return err
 	}
+	if err := k.restoreEmitted(); err != nil {
+		return err
+	}
 	for w := range r.cfg.Windows {
 		k.left[w] = k.base + int64(uvar())
 		for s := range r.specs {
@@ -837,6 +871,19 @@ func (r *Rolling) decode(k *rkey, b []byte, row func(idx int64) ([]byte, bool, e
 				r.push(k, w*len(r.mm)+m, s, idx)
 			}
 		}
+	}
+	return nil
+}
+
+// restoreEmitted sets k.emitted, after decoding, to its last history
+// row's time, and checks that its buffered rows all come after it.
+func (k *rkey) restoreEmitted() error {
+	if len(k.hist) == 0 {
+		return nil
+	}
+	k.emitted = k.hist[len(k.hist)-1]
+	if len(k.pending) > 0 && k.pending[0].ts <= k.emitted {
+		return fmt.Errorf("buffered row of time %d is not after %d, the last emitted: %w", k.pending[0].ts, k.emitted, errCorrupt)
 	}
 	return nil
 }

@@ -221,6 +221,11 @@ export abstract class Aggregate<A> extends AggregateBase {
 
 let agg: AggregateBase | null = null;
 
+/** @internal whether an aggregate is registered, for weir_ops */
+export function hasAggregate(): bool {
+  return agg !== null;
+}
+
 /** Registers the aggregate. At most once. */
 export function registerAggregate<A>(a: Aggregate<A>): void {
   if (agg !== null) abort("weir: aggregate already registered");

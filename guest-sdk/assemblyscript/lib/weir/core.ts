@@ -123,6 +123,21 @@ export const OP_MAP = 0;
 export const OP_FLAT_MAP = 1;
 export const OP_FILTER = 2;
 
+/** The bits of the ABI's weir_ops answer (abi/ABI.md §4). */
+export const OPS_MAP: u32 = 1;
+export const OPS_FLAT_MAP: u32 = 2;
+export const OPS_FILTER: u32 = 4;
+export const OPS_AGGREGATE: u32 = 8;
+
+/** @internal the batch operations with a registered function, as weir_ops bits */
+export function registeredBatchOps(): u32 {
+  let ops: u32 = 0;
+  if (mapFn !== null) ops |= OPS_MAP;
+  if (flatMapFn !== null) ops |= OPS_FLAT_MAP;
+  if (filterFn !== null) ops |= OPS_FILTER;
+  return ops;
+}
+
 // noHandler are the errors of a batch call whose kind has no function.
 function noHandler(op: i32): string {
   return op == OP_MAP ? "plugin has no map handler" : op == OP_FLAT_MAP ? "plugin has no flat_map handler" : "plugin has no filter handler";

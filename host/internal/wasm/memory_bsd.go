@@ -1,0 +1,5 @@
+//go:build darwin || freebsd || netbsd || openbsd
+
+package wasm
+
+const mapNoReserve = 0
