@@ -96,7 +96,7 @@ func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []Plu
 	if aop == abi.OpAggregate {
 		return runAggregate(ctx, w, recs)
 	}
-	var out wasm.Output
+	var out record.Output
 	if err := w.Process(ctx, recs, &out); err != nil {
 		return nil, err
 	}

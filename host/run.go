@@ -433,7 +433,7 @@ type wasmOperator struct {
 }
 
 func (o *wasmOperator) Name() string { return o.name }
-func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *record.Output) error {
 	var swapped time.Time
 	if v := o.slot.cur.Load(); v != o.ver {
 		swapped = time.Now()
@@ -512,7 +512,7 @@ func newTTLOperator(wo *wasmOperator, op *config.Operator, owns func([]byte) boo
 	return t
 }
 
-func (o *ttlOperator) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+func (o *ttlOperator) Process(ctx context.Context, in []record.Record, out *record.Output) error {
 	if err := o.wasmOperator.Process(ctx, in, out); err != nil {
 		return err
 	}
@@ -531,7 +531,7 @@ func (o *ttlOperator) sweep(force bool) error {
 
 // OnWatermark implements engine.Watermarker. The final watermark of a
 // bounded input expires everything, at once.
-func (o ttlEventOperator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+func (o ttlEventOperator) OnWatermark(_ context.Context, wm int64, _ *record.Output) error {
 	o.w.SetWatermark(wm)
 	return o.sweep(wm == math.MaxInt64)
 }

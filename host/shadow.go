@@ -124,7 +124,7 @@ func (p *Pipeline) Promote(ctx context.Context, operator string) error {
 type shadowOperator struct {
 	run *shadowRun
 	w   *wasm.Worker
-	out wasm.Output
+	out record.Output
 }
 
 // runShadow runs the candidate, if any, on in, before the live version
@@ -204,7 +204,7 @@ func (o *wasmOperator) closeShadow(ctx context.Context) {
 
 // compareShadow compares the candidate's output of in with the live
 // version's: out.Records[start:] and out.Dead[deadStart:].
-func (o *wasmOperator) compareShadow(in []record.Record, out *wasm.Output, start, deadStart int) {
+func (o *wasmOperator) compareShadow(in []record.Record, out *record.Output, start, deadStart int) {
 	sr := o.sh.run
 	live, cand := out.Records[start:], o.sh.out.Records
 	n := max(len(live), len(cand))

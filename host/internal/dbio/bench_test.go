@@ -12,7 +12,6 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // The benchmarks run against the same local databases as the tests:
@@ -89,7 +88,7 @@ func benchLookupBatches() ([][]record.Record, [][]int) {
 
 // processBatch runs one batch through op, failing on an error, a dead
 // letter or a dropped record.
-func processBatch(b *testing.B, op *lookup, out *wasm.Output, in []record.Record) {
+func processBatch(b *testing.B, op *lookup, out *record.Output, in []record.Record) {
 	out.Reset()
 	if err := op.Process(context.Background(), in, out); err != nil {
 		b.Fatal(err)
@@ -119,7 +118,7 @@ func BenchmarkLookup(b *testing.B) {
 				b.Run(c.name, func(b *testing.B) {
 					op := newLookup(b, LookupConfig{Name: "enrich", DB: tdb.db, Query: query,
 						KeyPath: []string{"device_id"}, CacheTTL: c.ttl, CacheSize: 2 * benchRows})
-					var out wasm.Output
+					var out record.Output
 
 					// Check one batch's enriched values.
 					processBatch(b, op, &out, batches[0])

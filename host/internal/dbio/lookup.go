@@ -16,7 +16,6 @@ import (
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // LookupConfig configures a lookup join. It is a plain value; NewLookup
@@ -209,7 +208,7 @@ func (l *lookup) Close(context.Context) error {
 	return nil
 }
 
-func (l *lookup) Process(ctx context.Context, in []record.Record, out *wasm.Output) error {
+func (l *lookup) Process(ctx context.Context, in []record.Record, out *record.Output) error {
 	clear(l.batch)
 	l.todo = l.todo[:0]
 	l.slots = l.slots[:0]

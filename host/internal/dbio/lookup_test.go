@@ -10,7 +10,6 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // devices creates the devices table of the user story, with rows d1 →
@@ -44,7 +43,7 @@ func run(t *testing.T, op engine.Operator, values ...string) (outs, reasons []st
 	for i, v := range values {
 		in[i] = record.Record{Value: []byte(v), Origin: record.Origin{Source: "test", Partition: -1, Offset: int64(i)}}
 	}
-	var out wasm.Output
+	var out record.Output
 	if err := op.Process(context.Background(), in, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +151,7 @@ func TestLookupKeepsRecord(t *testing.T) {
 		Headers:   []record.Header{{Key: "h", Value: []byte("v")}},
 		Origin:    record.Origin{Source: "kafka", Topic: "readings", Partition: 3, Offset: 42},
 	}}
-	var out wasm.Output
+	var out record.Output
 	if err := op.Process(context.Background(), in, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -424,7 +423,7 @@ func TestLookupDatabaseError(t *testing.T) {
 			table := devices(t, h, tdb.db)
 			op := newLookup(t, LookupConfig{Name: "city", DB: tdb.db, Query: "SELECT city FROM " + table + " WHERE id = ?", KeyPath: []string{"id"}})
 			mustExec(t, h, "DROP TABLE "+table)
-			var out wasm.Output
+			var out record.Output
 			start := time.Now()
 			err := op.Process(context.Background(), []record.Record{{Value: []byte(`{"id":"d1"}`)}}, &out)
 			if err == nil {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // batch is what a source fills: records, the arena that owns their bytes,
@@ -52,7 +51,7 @@ type piece struct {
 	records []record.Record
 	buf     []record.Record // owned storage for records
 	dead    []record.DeadLetter
-	outs    []wasm.Output // one per step of the chain, used by the steps it went through
+	outs    []record.Output // one per step of the chain, used by the steps it went through
 }
 
 var piecePool = sync.Pool{New: func() any { return new(piece) }}
@@ -107,9 +106,9 @@ func (b *batch) split(recs []record.Record, workers int, route func(*record.Reco
 // out returns the output buffer of step j of the chain. Steps have a slot
 // each, so a piece that moves on to the next segment keeps the outputs its
 // records point into.
-func (pc *piece) out(j int) *wasm.Output {
+func (pc *piece) out(j int) *record.Output {
 	for len(pc.outs) <= j {
-		pc.outs = append(pc.outs, wasm.Output{})
+		pc.outs = append(pc.outs, record.Output{})
 	}
 	return &pc.outs[j]
 }

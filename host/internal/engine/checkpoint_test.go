@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -47,7 +46,7 @@ type summer struct {
 
 func (o *summer) Name() string                { return "sum" }
 func (o *summer) Close(context.Context) error { return nil }
-func (o *summer) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (o *summer) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	var muts []state.Mutation
 	for _, r := range in {
 		var v struct{ I int64 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // Operator is one step of the chain, as run by one worker. Process handles
@@ -20,7 +19,7 @@ import (
 // when the pipeline cannot go on. An Operator is used by one goroutine.
 type Operator interface {
 	Name() string
-	Process(ctx context.Context, in []record.Record, out *wasm.Output) error
+	Process(ctx context.Context, in []record.Record, out *record.Output) error
 	Close(ctx context.Context) error
 }
 
@@ -753,7 +752,7 @@ func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece,
 // step's batch size (or the pipeline's), so that an operator never gets
 // more records in one call than it is configured for, whether they came
 // from a source or from what a watermark fired upstream.
-func (p *Pipeline) process(ctx context.Context, i int, op Operator, recs []record.Record, out *wasm.Output, batchSize int) error {
+func (p *Pipeline) process(ctx context.Context, i int, op Operator, recs []record.Record, out *record.Output, batchSize int) error {
 	size := p.Steps[i].BatchSize
 	if size <= 0 {
 		size = batchSize

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // run runs a pipeline of sources → steps → one raw stdout-like sink and
@@ -226,7 +225,7 @@ type keyRecorder struct{}
 
 func (keyRecorder) Name() string                { return "keys" }
 func (keyRecorder) Close(context.Context) error { return nil }
-func (keyRecorder) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (keyRecorder) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	for _, r := range in {
 		v := out.Arena.Copy(append(append(append([]byte{}, r.Key...), ' '), r.Value...))
 		r.Value = v
@@ -362,7 +361,7 @@ type failingOp struct{}
 
 func (failingOp) Name() string                { return "fail" }
 func (failingOp) Close(context.Context) error { return nil }
-func (failingOp) Process(context.Context, []record.Record, *wasm.Output) error {
+func (failingOp) Process(context.Context, []record.Record, *record.Output) error {
 	return errors.New("backend down")
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // keyBy sets each record's key from a JSON field of its value. A string
@@ -36,7 +35,7 @@ func NewKeyBy(name string, path []string, bySource map[string][]string) Operator
 
 func (k *keyBy) Name() string                { return k.name }
 func (k *keyBy) Close(context.Context) error { return nil }
-func (k *keyBy) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (k *keyBy) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	for i := range in {
 		rec := in[i]
 		path, field := k.path, k.field

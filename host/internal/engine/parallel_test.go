@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // orderChecker is a per-worker operator that remembers, per key, the last
@@ -27,7 +26,7 @@ type orderChecker struct {
 
 func (o *orderChecker) Name() string                { return "order" }
 func (o *orderChecker) Close(context.Context) error { return nil }
-func (o *orderChecker) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (o *orderChecker) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	for _, r := range in {
 		k := string(r.Key)
 		if w, loaded := o.owners.LoadOrStore(k, o.worker); loaded && w.(int) != o.worker {

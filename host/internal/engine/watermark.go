@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 
-	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/host/internal/record"
 )
 
 // NoWatermark is the watermark before any is known: no event time has been
@@ -17,5 +17,5 @@ const NoWatermark int64 = -1 << 63
 // emit results (close windows) into out. Watermarks only increase. It is
 // called by the operator's worker goroutine, like Process.
 type Watermarker interface {
-	OnWatermark(ctx context.Context, wm int64, out *wasm.Output) error
+	OnWatermark(ctx context.Context, wm int64, out *record.Output) error
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 func TestWatermarks(t *testing.T) {
@@ -97,7 +96,7 @@ type windowCounter struct {
 
 func (c *windowCounter) Name() string                { return "window" }
 func (c *windowCounter) Close(context.Context) error { return nil }
-func (c *windowCounter) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+func (c *windowCounter) Process(_ context.Context, in []record.Record, _ *record.Output) error {
 	for _, r := range in {
 		k := string(r.Key)
 		if c.counts[k] == nil {
@@ -107,7 +106,7 @@ func (c *windowCounter) Process(_ context.Context, in []record.Record, _ *wasm.O
 	}
 	return nil
 }
-func (c *windowCounter) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+func (c *windowCounter) OnWatermark(_ context.Context, wm int64, out *record.Output) error {
 	if wm < c.last {
 		c.mu.Lock()
 		*c.back = true
@@ -198,10 +197,10 @@ type firer struct{ fired *atomic.Int64 }
 
 func (f *firer) Name() string                { return "firer" }
 func (f *firer) Close(context.Context) error { return nil }
-func (f *firer) Process(context.Context, []record.Record, *wasm.Output) error {
+func (f *firer) Process(context.Context, []record.Record, *record.Output) error {
 	return nil
 }
-func (f *firer) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+func (f *firer) OnWatermark(_ context.Context, wm int64, out *record.Output) error {
 	if wm == math.MaxInt64 {
 		return nil
 	}
@@ -218,7 +217,7 @@ type lateCounter struct {
 
 func (l *lateCounter) Name() string                { return "late" }
 func (l *lateCounter) Close(context.Context) error { return nil }
-func (l *lateCounter) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+func (l *lateCounter) Process(_ context.Context, in []record.Record, _ *record.Output) error {
 	for _, r := range in {
 		l.seen.Add(1)
 		if r.Timestamp <= l.wm {
@@ -227,7 +226,7 @@ func (l *lateCounter) Process(_ context.Context, in []record.Record, _ *wasm.Out
 	}
 	return nil
 }
-func (l *lateCounter) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+func (l *lateCounter) OnWatermark(_ context.Context, wm int64, _ *record.Output) error {
 	l.wm = wm
 	return nil
 }
@@ -265,10 +264,10 @@ type burst struct {
 	done bool
 }
 
-func (b *burst) Name() string                                                 { return "burst" }
-func (b *burst) Close(context.Context) error                                  { return nil }
-func (b *burst) Process(context.Context, []record.Record, *wasm.Output) error { return nil }
-func (b *burst) OnWatermark(_ context.Context, _ int64, out *wasm.Output) error {
+func (b *burst) Name() string                                                   { return "burst" }
+func (b *burst) Close(context.Context) error                                    { return nil }
+func (b *burst) Process(context.Context, []record.Record, *record.Output) error { return nil }
+func (b *burst) OnWatermark(_ context.Context, _ int64, out *record.Output) error {
 	if !b.done {
 		b.done = true
 		for i := range b.n {
@@ -283,7 +282,7 @@ type maxBatch struct{ largest, total *atomic.Int64 }
 
 func (m *maxBatch) Name() string                { return "max" }
 func (m *maxBatch) Close(context.Context) error { return nil }
-func (m *maxBatch) Process(_ context.Context, in []record.Record, _ *wasm.Output) error {
+func (m *maxBatch) Process(_ context.Context, in []record.Record, _ *record.Output) error {
 	m.total.Add(int64(len(in)))
 	for {
 		cur := m.largest.Load()

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -39,7 +38,7 @@ func BenchmarkIntervalJoin(b *testing.B) {
 			const batch, keys = 512, 1000
 			in := make([]record.Record, batch)
 			value := []byte(`{"v":1}`)
-			var out wasm.Output
+			var out record.Output
 			ts, pairs, n := int64(0), 0, 0
 			b.ReportAllocs()
 			for b.Loop() {

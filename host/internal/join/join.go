@@ -12,7 +12,6 @@ import (
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -105,7 +104,7 @@ func (o *Operator) Close(context.Context) error { return nil }
 
 // Process stores each record and emits its pairs with the other side's
 // stored records of its key.
-func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (o *Operator) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	if err := o.index(); err != nil {
 		return err
 	}
@@ -147,7 +146,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 
 // match emits the pairs of rec (on side) with the other side's stored
 // records of its key, ks.
-func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *wasm.Output) {
+func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *record.Output) {
 	other := byte(sideRight)
 	if side == sideRight {
 		other = sideLeft
@@ -210,7 +209,7 @@ func (o *Operator) expires(side byte, t int64) int64 {
 }
 
 // OnWatermark drops the stored records no later record can match.
-func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *wasm.Output) error {
+func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *record.Output) error {
 	if wm <= o.wm {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -60,7 +59,7 @@ func TestIntervalJoin(t *testing.T) {
 		{name: "a third source", in: []record.Record{rec("z", "k", 125, 1, `"Z"`)}, dead: "neither side", left: 3},
 	}
 	for _, st := range steps {
-		var out wasm.Output
+		var out record.Output
 		if len(st.in) > 0 {
 			if err := o.Process(ctx, st.in, &out); err != nil {
 				t.Fatal(err)
@@ -87,7 +86,7 @@ func TestIntervalJoin(t *testing.T) {
 	}
 	// A new instance (a restart) indexes what the store holds.
 	o = newOp()
-	var out wasm.Output
+	var out record.Output
 	if err := o.OnWatermark(ctx, 130, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +104,7 @@ func TestWindowJoin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out wasm.Output
+	var out record.Output
 	// Windows [0,10) and [10,20): L@5 pairs with R@9, not with R@10.
 	if err := o.Process(ctx, []record.Record{rec("a", "k", 5, 1, `"L5"`), rec("p", "k", 9, 1, `"R9"`), rec("p", "k", 10, 2, `"R10"`)}, &out); err != nil {
 		t.Fatal(err)
@@ -141,7 +140,7 @@ func TestRegularJoinTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out wasm.Output
+	var out record.Output
 	if err := o.Process(ctx, []record.Record{rec("a", "k", 0, 1, `"L0"`), rec("p", "k", 90, 1, `"R90"`)}, &out); err != nil {
 		t.Fatal(err)
 	}

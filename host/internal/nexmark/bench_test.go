@@ -15,7 +15,6 @@ import (
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/nexmark"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // nativeQ1 is Nexmark q1's map as native Go: the same work as the
@@ -25,7 +24,7 @@ type nativeQ1 struct{ buf []byte }
 
 func (nativeQ1) Name() string                { return "to-euros" }
 func (nativeQ1) Close(context.Context) error { return nil }
-func (o *nativeQ1) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (o *nativeQ1) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	for _, r := range in {
 		v, err := wjson.Get(r.Value, "price")
 		if err != nil || v.Kind != wjson.Number {

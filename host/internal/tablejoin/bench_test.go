@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // BenchmarkTableJoin joins batches of 512 orders with a table of 100,000
@@ -53,7 +52,7 @@ func BenchmarkTableJoin(b *testing.B) {
 	}{{"field", []string{"customer"}}} {
 		b.Run(tt.name, func(b *testing.B) {
 			op := New(Config{Name: "cust", Table: tbl, KeyPath: tt.path, Into: "cust"})
-			var out wasm.Output
+			var out record.Output
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {

@@ -10,7 +10,6 @@ import (
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // Config configures a table join. It is a plain value; New keeps a copy.
@@ -54,7 +53,7 @@ func New(cfg Config) engine.Operator {
 func (j *join) Name() string                { return j.cfg.Name }
 func (j *join) Close(context.Context) error { return nil }
 
-func (j *join) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (j *join) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	j.bad = j.cfg.Table.TakeBad(j.bad[:0])
 	for _, b := range j.bad {
 		out.Dead = append(out.Dead, record.DeadLetter{

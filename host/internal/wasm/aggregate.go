@@ -39,7 +39,7 @@ type AggValue struct {
 	Err string
 }
 
-// AggOutput receives what the aggregate calls produce. Like Output, the
+// AggOutput receives what the aggregate calls produce. Like record.Output, the
 // caller owns it and reuses it: the calls append to it and copy the bytes
 // the guest produced into Arena, and Reset makes that memory reusable.
 type AggOutput struct {

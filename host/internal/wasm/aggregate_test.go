@@ -301,7 +301,7 @@ func TestAggWrongOp(t *testing.T) {
 	rt := newRuntime(t, nil)
 	ctx := context.Background()
 	_, agg := mustLoad(t, rt, aggWATConfig(t, "agg_count"))
-	if err := agg.Process(ctx, recs("a"), new(Output)); !errors.Is(err, ErrConfig) {
+	if err := agg.Process(ctx, recs("a"), new(record.Output)); !errors.Is(err, ErrConfig) {
 		t.Errorf("Process on an aggregate worker: %v, want ErrConfig", err)
 	}
 	_, m := mustLoad(t, rt, watConfig(t, "identity"))

@@ -32,7 +32,7 @@ func benchRecords(n, size int) []record.Record {
 // benchProcess runs w over in b.N times and reports ns/record.
 func benchProcess(b *testing.B, w *Worker, in []record.Record) {
 	ctx := context.Background()
-	out := new(Output)
+	out := new(record.Output)
 	// Warm up buffers and the guest's input region.
 	if err := w.Process(ctx, in, out); err != nil {
 		b.Fatal(err)

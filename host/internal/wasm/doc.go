@@ -12,7 +12,7 @@
 //     concurrent use. It is compiled once; each NewWorker instantiates it.
 //   - Worker is one instance of the module. It is not safe for concurrent
 //     use: each worker goroutine owns one (Worker.Stats is the exception).
-//   - Output is caller-owned and reused from batch to batch.
+//   - record.Output is caller-owned and reused from batch to batch.
 //
 // # Lifecycle
 //
@@ -75,7 +75,7 @@
 // with a reused stack. The output frame is read as a view of guest memory,
 // decoded and checked at once (abi.OutputReader, abi.CheckOrder, and one
 // entry per input for map), and whatever is kept is copied into the
-// Output's arena. A keep entry is the input record itself, so the identity
+// record.Output's arena. A keep entry is the input record itself, so the identity
 // path copies nothing and allocates nothing. A record entry inherits key,
 // timestamp and headers from its input unless it sets them; every output
 // record keeps its input's Origin. The host calls abi.ExportGC, when

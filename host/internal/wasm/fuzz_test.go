@@ -42,7 +42,7 @@ func FuzzOutputDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, op, n uint8, frame []byte) {
 		in := recs(make([]string, n)...)
 		d := decoder{op: abi.Op(op % 4), stage: "fuzz"}
-		out := new(Output)
+		out := new(record.Output)
 		out.Records = append(out.Records, record.Record{Value: []byte("earlier")})
 		rejected := make([]bool, len(in))
 		nrej, err := d.decode(frame, in, out, rejected)

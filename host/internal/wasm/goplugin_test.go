@@ -223,7 +223,7 @@ func TestGoGCHook(t *testing.T) {
 	}
 	_, w := mustLoad(t, sharedRuntime(t), goConfig(t, "plugins/identity", abi.OpMap))
 	in := benchRecords(1, 100)
-	out := new(Output)
+	out := new(record.Output)
 	ctx := context.Background()
 	const calls = 1_000_000
 	const limit = 64 << 20

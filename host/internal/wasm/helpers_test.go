@@ -164,10 +164,10 @@ func deadValues(ds []record.DeadLetter) []string {
 	return out
 }
 
-// process runs in through w into a fresh Output, failing the test on error.
-func process(t testing.TB, w *Worker, in []record.Record) *Output {
+// process runs in through w into a fresh record.Output, failing the test on error.
+func process(t testing.TB, w *Worker, in []record.Record) *record.Output {
 	t.Helper()
-	out := new(Output)
+	out := new(record.Output)
 	if err := w.Process(context.Background(), in, out); err != nil {
 		t.Fatalf("Process: %v", err)
 	}

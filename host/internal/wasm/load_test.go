@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/record"
 )
 
 func TestLoadRejects(t *testing.T) {
@@ -315,7 +316,7 @@ func TestClosed(t *testing.T) {
 	rt := newRuntime(t, nil)
 	p, w := mustLoad(t, rt, watConfig(t, "identity"))
 	w.Close(context.Background())
-	if err := w.Process(context.Background(), recs("a"), new(Output)); !errors.Is(err, ErrClosed) {
+	if err := w.Process(context.Background(), recs("a"), new(record.Output)); !errors.Is(err, ErrClosed) {
 		t.Errorf("Process after Close: err = %v, want ErrClosed", err)
 	}
 	p.Close(context.Background())

@@ -9,48 +9,6 @@ import (
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
-// Output receives what Process produces. The caller owns it and reuses it
-// from batch to batch: Process appends to Records and Dead, and copies the
-// bytes the guest produced into Arena (and header slices into an internal
-// slab); call Reset once the records of the previous batch are no longer
-// needed, since Reset lets that memory be overwritten.
-//
-// Records that the guest kept (abi.KindKeep) are the input records
-// themselves, sharing the input's bytes; the caller must keep the input
-// alive as long as the output.
-type Output struct {
-	Records []record.Record
-	Dead    []record.DeadLetter
-	Arena   record.Arena
-
-	headers []record.Header // slab for the headers of emitted records
-}
-
-// Reset empties o, keeping its memory for reuse.
-func (o *Output) Reset() {
-	clear(o.Records)
-	o.Records = o.Records[:0]
-	clear(o.Dead)
-	o.Dead = o.Dead[:0]
-	o.Arena.Reset()
-	clear(o.headers)
-	o.headers = o.headers[:0]
-}
-
-// headerSlab is the minimum capacity of the header slab.
-const headerSlab = 256
-
-// allocHeaders returns a slice of n headers from the slab. Slices returned
-// earlier stay valid: a full slab is replaced, not grown in place.
-func (o *Output) allocHeaders(n int) []record.Header {
-	if cap(o.headers)-len(o.headers) < n {
-		o.headers = make([]record.Header, 0, max(headerSlab, 2*cap(o.headers), n))
-	}
-	start := len(o.headers)
-	o.headers = o.headers[:start+n]
-	return o.headers[start : start+n : start+n]
-}
-
 // outputError is an output frame that breaks the ABI: a guest bug, treated
 // like a trap.
 type outputError struct {
@@ -122,7 +80,7 @@ func entrySize(e *abi.Entry) int {
 // violation; out may then hold partial results, which the caller rolls
 // back. Everything the guest produced is copied, so frame may be a view of
 // guest memory that goes stale afterwards.
-func (d *decoder) decode(frame []byte, in []record.Record, out *Output, rejected []bool) (nrejected int, err error) {
+func (d *decoder) decode(frame []byte, in []record.Record, out *record.Output, rejected []bool) (nrejected int, err error) {
 	if _, err := d.reader.Reset(frame); err != nil {
 		return 0, &outputError{msg: "malformed output frame", err: err}
 	}
@@ -182,7 +140,7 @@ func (d *decoder) decode(frame []byte, in []record.Record, out *Output, rejected
 // KindRecord entry emits for input src: the entry's value, and its key,
 // timestamp and headers where flagged, else the input's. It keeps the
 // input's origin. (Filling the record in place saves copying it twice.)
-func (d *decoder) record(r *record.Record, src *record.Record, e *abi.Entry, out *Output) {
+func (d *decoder) record(r *record.Record, src *record.Record, e *abi.Entry, out *record.Output) {
 	r.Key = src.Key
 	r.Value = out.Arena.Copy(e.Value)
 	r.Timestamp = src.Timestamp
@@ -197,7 +155,7 @@ func (d *decoder) record(r *record.Record, src *record.Record, e *abi.Entry, out
 	if e.Flags&abi.FlagHeaders != 0 {
 		r.Headers = nil
 		if n := e.Headers.Len(); n > 0 {
-			hs := out.allocHeaders(n)
+			hs := out.AllocHeaders(n)
 			i := 0
 			e.Headers.Each(func(name, value []byte) {
 				hs[i] = record.Header{Key: d.intern(name), Value: out.Arena.Copy(value)}

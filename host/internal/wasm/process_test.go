@@ -302,7 +302,7 @@ func TestCancelIsFatal(t *testing.T) {
 	_, w := mustLoad(t, rt, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
-	err := w.Process(ctx, recs("a", "@spin"), new(Output))
+	err := w.Process(ctx, recs("a", "@spin"), new(record.Output))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -320,7 +320,7 @@ func TestOutputAppendsAndResets(t *testing.T) {
 	cfg := watConfig(t, "fanout")
 	cfg.Op = abi.OpFlatMap
 	_, w := mustLoad(t, rt, cfg)
-	out := new(Output)
+	out := new(record.Output)
 	for i := 0; i < 3; i++ {
 		if err := w.Process(context.Background(), recs("2x", "e"), out); err != nil {
 			t.Fatal(err)
@@ -346,7 +346,7 @@ func TestGCHookWAT(t *testing.T) {
 	_, w := mustLoad(t, rt, watConfig(t, "identity"))
 	const calls = 100
 	in := recs("a")
-	out := new(Output)
+	out := new(record.Output)
 	for i := 0; i < calls; i++ {
 		out.Reset()
 		if err := w.Process(context.Background(), in, out); err != nil {
@@ -378,7 +378,7 @@ func TestConcurrentWorkers(t *testing.T) {
 				return
 			}
 			defer w.Close(ctx)
-			out := new(Output)
+			out := new(record.Output)
 			for b := 0; b < batches; b++ {
 				out.Reset()
 				vals := []string{fmt.Sprint(g, "-", b, "-a"), fmt.Sprint(g, "-", b, "-b")}
@@ -407,7 +407,7 @@ func TestZeroAllocIdentity(t *testing.T) {
 	rt := newRuntime(t, nil)
 	_, w := mustLoad(t, rt, watConfig(t, "identity"))
 	in := benchRecords(64, 100)
-	out := new(Output)
+	out := new(record.Output)
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(200, func() {
 		out.Reset()
@@ -426,7 +426,7 @@ func TestRecoveryFailureIsFatal(t *testing.T) {
 	rt := newRuntime(t, nil)
 	p, w := mustLoad(t, rt, watConfig(t, "trap_bang"))
 	p.cfg.InitConfig = []byte("x") // every new instance now rejects its config
-	err := w.Process(context.Background(), recs("a", "!b"), new(Output))
+	err := w.Process(context.Background(), recs("a", "!b"), new(record.Output))
 	if !errors.Is(err, ErrInit) || !strings.Contains(err.Error(), "rejected the config: rejected") {
 		t.Fatalf("err = %v, want the replacement's ErrInit", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/record"
 )
 
 // hostileConfig is the PluginConfig of testdata/hostile.wasm as op.
@@ -86,7 +87,7 @@ func TestDefaultTimeout(t *testing.T) {
 	_, w := mustLoad(t, rt, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- w.Process(ctx, recs("@spin"), new(Output)) }()
+	go func() { done <- w.Process(ctx, recs("@spin"), new(record.Output)) }()
 	select {
 	case err := <-done:
 		t.Fatalf("a guest without a deadline stopped by itself: %v", err)
@@ -109,7 +110,7 @@ func TestLoopDoesNotBlockGC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- w.Process(ctx, recs("@spin"), new(Output)) }()
+	go func() { done <- w.Process(ctx, recs("@spin"), new(record.Output)) }()
 	for i := 0; i < 20; i++ {
 		runtime.GC()
 	}

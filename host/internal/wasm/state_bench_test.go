@@ -291,7 +291,7 @@ func (c stateBenchCase) setup(rt *Runtime, dir string, keys int) (_ *stateBenchE
 // the store holds afterwards, so that a benchmark cannot silently measure a
 // failing path.
 func (e *stateBenchEnv) check() error {
-	out := new(Output)
+	out := new(record.Output)
 	batch := e.batches[0]
 	if err := e.w.Process(context.Background(), batch, out); err != nil {
 		return err
@@ -349,7 +349,7 @@ func BenchmarkStateWAT(b *testing.B) {
 				}
 			}
 			ctx := context.Background()
-			out := new(Output)
+			out := new(record.Output)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

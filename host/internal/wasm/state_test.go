@@ -227,7 +227,7 @@ func TestStoreFailureIsFatal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newCounter(t, rt, tt.store)
-			out := new(Output)
+			out := new(record.Output)
 			err := w.Process(context.Background(), recs("a=x", "b=x"), out)
 			if !errors.Is(err, ErrState) || !errors.Is(err, boom) {
 				t.Fatalf("err = %v, want ErrState wrapping the store's error", err)

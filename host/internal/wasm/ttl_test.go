@@ -41,7 +41,7 @@ func runTTL(t *testing.T, event bool, steps []ttlStep) (*Worker, *state.Memory) 
 		for j := range in {
 			in[j].Timestamp = s.times[j]
 		}
-		var out Output
+		var out record.Output
 		if err := w.Process(context.Background(), in, &out); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -110,7 +110,7 @@ func TestStateTTLUnstampedValue(t *testing.T) {
 	st.Apply([]state.Mutation{{Key: state.Key(nil, cfg.Operator, []byte("a"), []byte("v")), Value: []byte("old")}})
 	cfg.Store = st
 	_, w := mustLoad(t, newRuntime(t, nil), cfg)
-	var out Output
+	var out record.Output
 	err := w.Process(context.Background(), []record.Record{{Key: []byte("a"), Value: []byte("x")}}, &out)
 	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "no TTL stamp") {
 		t.Fatalf("error %v, want ErrState about the missing stamp", err)

@@ -341,7 +341,7 @@ func (w *Worker) dropInstance(ctx context.Context) {
 // replacement instance could not be made, or ctx was canceled. out may
 // then hold part of the batch's results, and state part of its writes.
 // The Worker stays usable; its next call starts a fresh instance.
-func (w *Worker) Process(ctx context.Context, in []record.Record, out *Output) error {
+func (w *Worker) Process(ctx context.Context, in []record.Record, out *record.Output) error {
 	if w.closed {
 		return w.p.cfg.errorf(ErrClosed, nil, "worker closed")
 	}
@@ -368,7 +368,7 @@ func (w *Worker) Process(ctx context.Context, in []record.Record, out *Output) e
 	if !ok {
 		return err // nil or fatal
 	}
-	out.rollback(nr, nd)
+	out.Truncate(nr, nd)
 	if len(in) == 1 {
 		w.deadLetter(in[0], t, out)
 		return nil
@@ -382,7 +382,7 @@ func (w *Worker) Process(ctx context.Context, in []record.Record, out *Output) e
 		nr, nd = len(out.Records), len(out.Dead)
 		err := w.run(ctx, in[i:i+1], out)
 		if t, ok := err.(*trapError); ok {
-			out.rollback(nr, nd)
+			out.Truncate(nr, nd)
 			w.deadLetter(in[i], t, out)
 			continue
 		}
@@ -393,16 +393,7 @@ func (w *Worker) Process(ctx context.Context, in []record.Record, out *Output) e
 	return nil
 }
 
-// rollback drops what was appended to o since it had nr records and nd
-// dead letters.
-func (o *Output) rollback(nr, nd int) {
-	clear(o.Records[nr:])
-	o.Records = o.Records[:nr]
-	clear(o.Dead[nd:])
-	o.Dead = o.Dead[:nd]
-}
-
-func (w *Worker) deadLetter(rec record.Record, t *trapError, out *Output) {
+func (w *Worker) deadLetter(rec record.Record, t *trapError, out *record.Output) {
 	out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: w.p.cfg.Operator, Reason: t.reason})
 	w.stats.trapped.Add(1)
 	w.log.Warn("record dead-lettered: the guest failed on it alone",
@@ -413,7 +404,7 @@ func (w *Worker) deadLetter(rec record.Record, t *trapError, out *Output) {
 // results to out and commits its state writes. It returns nil, a
 // *trapError (the instance has been dropped; out may hold partial
 // results), or a fatal error.
-func (w *Worker) run(ctx context.Context, in []record.Record, out *Output) error {
+func (w *Worker) run(ctx context.Context, in []record.Record, out *record.Output) error {
 	if w.inst == nil {
 		if err := w.rebuild(ctx); err != nil {
 			return err

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -28,7 +27,7 @@ func benchWindow(b *testing.B, op *Operator, keys [][]byte, perMilli int64) {
 	batch := make([]record.Record, batchSize)
 	// The engine reuses an Output from batch to batch: start with room for
 	// a watermark's results, as after the first window.
-	out := wasm.Output{Records: make([]record.Record, 0, len(keys)+batchSize)}
+	out := record.Output{Records: make([]record.Record, 0, len(keys)+batchSize)}
 	ctx := context.Background()
 	base := time.Date(2024, 3, 17, 9, 20, 0, 0, time.UTC).UnixMilli()
 	emitted := 0
@@ -125,7 +124,7 @@ func BenchmarkRestart(b *testing.B) {
 	ctx := context.Background()
 	base := time.Date(2024, 3, 17, 9, 0, 0, 0, time.UTC).UnixMilli()
 	batch := make([]record.Record, 512)
-	var out wasm.Output
+	var out record.Output
 	for i := 0; i < n; i += len(batch) {
 		m := min(len(batch), n-i)
 		for j := range m {
@@ -263,7 +262,7 @@ func BenchmarkWindow10MKeys(b *testing.B) {
 		batch := make([]record.Record, batchSize)
 		keyBuf := make([]byte, 0, batchSize*16)
 		value := []byte(`{"amount":12.5}`)
-		var out wasm.Output
+		var out record.Output
 		start := time.Now()
 		for i := 0; i < n; i += batchSize {
 			m := min(batchSize, n-i)

@@ -2,13 +2,12 @@ package window
 
 import (
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // addCount adds rec to its key's count window, and emits the window when
 // rec is its last record. The window's span is the event times of its
 // records: [earliest, latest+1).
-func (o *Operator) addCount(rec *record.Record, out *wasm.Output) error {
+func (o *Operator) addCount(rec *record.Record, out *record.Output) error {
 	if reason := o.read(rec); reason != "" {
 		o.dead(rec, reason, out)
 		return nil

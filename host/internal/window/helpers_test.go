@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -19,7 +18,7 @@ type harness struct {
 	t     testing.TB
 	op    *Operator
 	store *countingStore
-	out   wasm.Output
+	out   record.Output
 	got   []result
 	dead  []record.DeadLetter
 }

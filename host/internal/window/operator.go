@@ -13,7 +13,6 @@ import (
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -235,7 +234,7 @@ func (o *Operator) Close(context.Context) error {
 // Process implements engine.Operator: it adds each record to its windows,
 // rejecting late and malformed records as dead letters, and emits the
 // results its emit mode asks for.
-func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (o *Operator) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	if o.keys == nil {
 		return fmt.Errorf("window %q: Process after Close", o.cfg.Name)
 	}
@@ -266,7 +265,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *wasm.Outp
 
 // OnWatermark implements engine.Watermarker: it emits the windows that
 // watermark wm closes and purges those past their allowed lateness.
-func (o *Operator) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+func (o *Operator) OnWatermark(_ context.Context, wm int64, out *record.Output) error {
 	if o.keys == nil {
 		return fmt.Errorf("window %q: OnWatermark after Close", o.cfg.Name)
 	}
@@ -293,7 +292,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, out *wasm.Output) er
 }
 
 // dead rejects rec.
-func (o *Operator) dead(rec *record.Record, reason string, out *wasm.Output) {
+func (o *Operator) dead(rec *record.Record, reason string, out *record.Output) {
 	out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: o.cfg.Name, Reason: reason})
 }
 
@@ -475,7 +474,7 @@ func (o *Operator) changed(ks *keyState, u *unit) {
 // that changed: every open window in mode OnUpdate, and in any mode the
 // windows the watermark had already closed (updates within the allowed
 // lateness). For sessions it also reschedules the key's timer.
-func (o *Operator) emitChanged(out *wasm.Output) error {
+func (o *Operator) emitChanged(out *record.Output) error {
 	onUpdate := o.cfg.Emit == OnUpdate
 	for _, ks := range o.dirty {
 		switch o.cfg.Kind {
@@ -521,7 +520,7 @@ func (o *Operator) emitChanged(out *wasm.Output) error {
 // since the last: the current result of each window not yet closed whose
 // data changed since, key by key in the order of their ranks (when their
 // earliest still pending unit became pending).
-func (o *Operator) tick(out *wasm.Output) error {
+func (o *Operator) tick(out *record.Output) error {
 	if o.cfg.Emit != Every {
 		return nil
 	}
@@ -627,7 +626,7 @@ func compareKeys(aNil, bNil bool, a, b string) int {
 }
 
 // emitEnds emits ks's time windows ending at o.ends, once each, in order.
-func (o *Operator) emitEnds(ks *keyState, out *wasm.Output) error {
+func (o *Operator) emitEnds(ks *keyState, out *record.Output) error {
 	if len(o.ends) == 0 {
 		return nil
 	}
@@ -642,7 +641,7 @@ func (o *Operator) emitEnds(ks *keyState, out *wasm.Output) error {
 }
 
 // emitWindow emits ks's time window [s, e): its panes merged.
-func (o *Operator) emitWindow(ks *keyState, s, e int64, out *wasm.Output) error {
+func (o *Operator) emitWindow(ks *keyState, s, e int64, out *record.Output) error {
 	var one *acc
 	n := 0
 	for i := range ks.units {
@@ -677,7 +676,7 @@ func (o *Operator) emitWindow(ks *keyState, s, e int64, out *wasm.Output) error 
 }
 
 // emit appends the result of ks's window [s, e) with accumulator a to out.
-func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *wasm.Output) error {
+func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *record.Output) error {
 	var value []byte
 	if o.custom != nil {
 		res, err := o.custom.Result(a.custom)

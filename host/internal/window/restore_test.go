@@ -16,7 +16,6 @@ import (
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -35,8 +34,8 @@ type step struct {
 
 // opUnderTest is what the runs drive: an Operator or a Rolling.
 type opUnderTest interface {
-	Process(context.Context, []record.Record, *wasm.Output) error
-	OnWatermark(context.Context, int64, *wasm.Output) error
+	Process(context.Context, []record.Record, *record.Output) error
+	OnWatermark(context.Context, int64, *record.Output) error
 	Restore(context.Context, int64, func([]byte) bool) error
 	Close(context.Context) error
 }
@@ -203,7 +202,7 @@ func rollingSteps(rng *rand.Rand) []step {
 
 // logOutput appends what out holds, tagged with the step, to log and
 // resets out.
-func logOutput(log []string, i int, out *wasm.Output) []string {
+func logOutput(log []string, i int, out *record.Output) []string {
 	for _, r := range out.Records {
 		log = append(log, fmt.Sprintf("step %d: %s @%d %s origin=%+v", i, keyText(r.Key), r.Timestamp, r.Value, r.Origin))
 	}
@@ -237,7 +236,7 @@ func (r *runner) run(st storeLike, steps []step, cuts []int) []string {
 	op := r.newOp(st)
 	var (
 		log []string
-		out wasm.Output
+		out record.Output
 	)
 	wm := int64(math.MinInt64)
 	for i, s := range steps {
@@ -692,7 +691,7 @@ func TestRestoreOwns(t *testing.T) {
 					t.Fatalf("instance 1 restored a key of instance 0")
 				}
 			}
-			var out wasm.Output
+			var out record.Output
 			for i, s := range steps[cut:] {
 				*r.now = s.now
 				for j, op := range ops {
@@ -745,7 +744,7 @@ func TestRestoreSharedStore(t *testing.T) {
 		}
 		return op, r
 	}
-	var out wasm.Output
+	var out record.Output
 	for i, name := range names {
 		op, r := mk(name)
 		var recs []record.Record
@@ -807,7 +806,7 @@ func TestRestoreErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out wasm.Output
+		var out record.Output
 		recs := []record.Record{ev("k", 100, `{"v":2}`), ev("k", 200, `{"v":3}`), ev("", 300, `{"v":4}`)}
 		for _, o := range []opUnderTest{op, r} {
 			if err := o.Process(ctx, recs, &out); err != nil {
@@ -926,7 +925,7 @@ func TestRestoreErrors(t *testing.T) {
 	t.Run("misuse", func(t *testing.T) {
 		st := state.NewMemory()
 		seed(t, st)
-		var out wasm.Output
+		var out record.Output
 		op, _ := New(winCfg(st))
 		r, _ := NewRolling(rollCfg(st))
 		for _, o := range []opUnderTest{op, r} {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -317,7 +316,7 @@ func (r *Rolling) Close(context.Context) error {
 
 // Process implements engine.Operator: it buffers each record until the
 // watermark passes its event time, rejecting late and malformed records.
-func (r *Rolling) Process(_ context.Context, in []record.Record, out *wasm.Output) error {
+func (r *Rolling) Process(_ context.Context, in []record.Record, out *record.Output) error {
 	if r.closed {
 		return fmt.Errorf("rolling %q: Process after Close", r.cfg.Name)
 	}
@@ -374,7 +373,7 @@ func (r *Rolling) buffer(k *rkey, rec *record.Record, ins []input) {
 // OnWatermark implements engine.Watermarker: it emits, key by key, the
 // buffered rows with event times at or before wm, in event-time order. A
 // wm at or before the last one is ignored.
-func (r *Rolling) OnWatermark(_ context.Context, wm int64, out *wasm.Output) error {
+func (r *Rolling) OnWatermark(_ context.Context, wm int64, out *record.Output) error {
 	if r.closed {
 		return fmt.Errorf("rolling %q: OnWatermark after Close", r.cfg.Name)
 	}
@@ -406,7 +405,7 @@ func (r *Rolling) OnWatermark(_ context.Context, wm int64, out *wasm.Output) err
 	return r.flush()
 }
 
-func (r *Rolling) dead(rec *record.Record, reason string, out *wasm.Output) {
+func (r *Rolling) dead(rec *record.Record, reason string, out *record.Output) {
 	out.Dead = append(out.Dead, record.DeadLetter{Record: *rec, Stage: r.cfg.Name, Reason: reason})
 }
 
@@ -517,7 +516,7 @@ func (k *rkey) minTS() int64 { return k.minPend }
 
 // release adds rows, sorted by event time and all after k.emitted, to k's
 // windows and emits them.
-func (r *Rolling) release(k *rkey, rows []prow, out *wasm.Output) error {
+func (r *Rolling) release(k *rkey, rows []prow, out *record.Output) error {
 	ns := len(r.specs)
 	for i := 0; i < len(rows); {
 		j := i + 1
@@ -651,7 +650,7 @@ func (u *run) add(in *input, sign int64) {
 func (u *run) sum() float64 { return float64(u.isum) + u.fsum }
 
 // emit appends row p with its aggregates to out.
-func (r *Rolling) emit(k *rkey, p prow, out *wasm.Output) {
+func (r *Rolling) emit(k *rkey, p prow, out *record.Output) {
 	v := p.val
 	e := len(v) - 1
 	for v[e] != '}' {

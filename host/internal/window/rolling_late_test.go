@@ -14,7 +14,6 @@ import (
 
 	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -274,7 +273,7 @@ func runOver(t *testing.T, rows []overRow, batch int, ooo int64, order Order, wi
 	}
 	op := newOp()
 	run := overRun{reasons: map[int]string{}}
-	var out wasm.Output
+	var out record.Output
 	wm, maxTS := int64(math.MinInt64), int64(math.MinInt64)
 	for i := 0; i < len(rows); i += batch {
 		if restart && i >= len(rows)/2 && i < len(rows)/2+batch {
@@ -309,7 +308,7 @@ func runOver(t *testing.T, rows []overRow, batch int, ooo int64, order Order, wi
 	return run
 }
 
-func (run *overRun) collect(out *wasm.Output) {
+func (run *overRun) collect(out *record.Output) {
 	for _, r := range out.Records {
 		run.rows = append(run.rows, fmt.Sprintf("%q @%d %s", r.Key, r.Timestamp, r.Value))
 	}
@@ -425,7 +424,7 @@ func tieAcrossBatches(t *testing.T, order Order, win RollingWindow, restart stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out wasm.Output
+	var out record.Output
 	step := func(wm int64, recs ...record.Record) {
 		t.Helper()
 		if err := op.Process(ctx, recs, &out); err != nil {

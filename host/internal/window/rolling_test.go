@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -73,7 +72,7 @@ func genRolling(rng *rand.Rand, n, keys int, step, disorder int64) []rollEvent {
 type rollDriver struct {
 	t       *testing.T
 	op      *Rolling
-	out     wasm.Output
+	out     record.Output
 	got     map[int]map[string]any
 	dead    []record.DeadLetter
 	wm      int64
@@ -284,7 +283,7 @@ func TestRollingOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var out wasm.Output
+	var out record.Output
 	min := int64(time.Minute / time.Millisecond)
 	in := []record.Record{
 		{Key: []byte("c"), Value: []byte(`{"card":1, "amount":2.5}`), Timestamp: 30 * min},
@@ -370,7 +369,7 @@ func BenchmarkRolling4Ranges(b *testing.B) {
 		vals[i] = []byte(fmt.Sprintf(`{"card":"x","amount":%d.%02d}`, i, i))
 	}
 	ctx := context.Background()
-	var out wasm.Output
+	var out record.Output
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
@@ -400,7 +399,7 @@ func TestRollingNilKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	var out wasm.Output
+	var out record.Output
 	in := []record.Record{{Value: []byte(`{"x":3}`), Timestamp: 1}, {Value: []byte(`{"x":1}`), Timestamp: 2}}
 	if err := op.Process(ctx, in, &out); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // A record of event time t opens the session [t, t+gap). As in Flink, it
@@ -13,7 +12,7 @@ import (
 // t <= e, and those sessions merge into one: the union of their spans.
 
 // addSession adds rec to its key's sessions.
-func (o *Operator) addSession(rec *record.Record, out *wasm.Output) error {
+func (o *Operator) addSession(rec *record.Record, out *record.Output) error {
 	if reason := outOfRange(rec); reason != "" {
 		o.dead(rec, reason, out)
 		return nil
@@ -131,7 +130,7 @@ func (o *Operator) schedule(ks *keyState) {
 
 // fireSessions emits the sessions that the watermark, raised from old to
 // o.wm, closes, and purges those past their allowed lateness.
-func (o *Operator) fireSessions(old int64, out *wasm.Output) error {
+func (o *Operator) fireSessions(old int64, out *record.Output) error {
 	emit := o.cfg.Emit != OnUpdate
 	for len(o.timers) > 0 && o.timers[0].timer <= o.wm {
 		te := o.timers[0]

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -59,7 +58,7 @@ func (o *Operator) paneCleanup(p int64) int64 {
 }
 
 // addTime adds rec to its pane.
-func (o *Operator) addTime(rec *record.Record, out *wasm.Output) error {
+func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
 	if reason := outOfRange(rec); reason != "" {
 		o.dead(rec, reason, out)
 		return nil
@@ -159,7 +158,7 @@ func (o *Operator) sliceAt(p int64) *slice {
 // fireTime emits the windows that the watermark, raised from old to o.wm,
 // closes, in order of their end, and purges the panes past their allowed
 // lateness.
-func (o *Operator) fireTime(old int64, out *wasm.Output) error {
+func (o *Operator) fireTime(old int64, out *record.Output) error {
 	if o.cfg.Emit != OnUpdate {
 		o.ends = o.ends[:0]
 		for _, sl := range o.slices {
@@ -233,7 +232,7 @@ func (o *Operator) sweepIdle() {
 }
 
 // fireWindow emits every key's window ending at e.
-func (o *Operator) fireWindow(e int64, out *wasm.Output) error {
+func (o *Operator) fireWindow(e int64, out *record.Output) error {
 	s := o.winStart(e)
 	o.gen++
 	i, _ := slices.BinarySearchFunc(o.slices, s, func(sl *slice, s int64) int {
@@ -265,7 +264,7 @@ func (o *Operator) fireWindow(e int64, out *wasm.Output) error {
 // fireWindowBounded is fireWindow in bounded mode, from o.slices[i], the
 // first pane of the window [s, e): keys are read back from the store as
 // needed, and evicted as the firing goes.
-func (o *Operator) fireWindowBounded(i int, s, e int64, out *wasm.Output) error {
+func (o *Operator) fireWindowBounded(i int, s, e int64, out *record.Output) error {
 	for ; i < len(o.slices) && o.slices[i].start < e; i++ {
 		sl := o.slices[i]
 		for b := sl.arena; len(b) > 0; {
