@@ -28,7 +28,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 // ErrSyntax is returned for text that is not a JSON number.

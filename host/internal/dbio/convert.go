@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 // param converts a JSON value to a SQL parameter: a string to its decoded

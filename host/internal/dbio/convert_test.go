@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 func TestPlaceholders(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 // FuzzParam checks the JSON value → SQL parameter conversion against the

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 

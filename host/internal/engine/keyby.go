@@ -5,7 +5,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 

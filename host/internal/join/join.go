@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/state"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/nexmark"

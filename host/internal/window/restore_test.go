@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/state"
 )

@@ -21,8 +21,8 @@ package main
 import (
 	"errors"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 // acc is the country and the number of customers seen for it.

@@ -35,8 +35,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 // sizeMs is the windows' size in milliseconds.

@@ -26,8 +26,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 func init() {

@@ -10,8 +10,8 @@ import (
 	"errors"
 	"math"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 func init() {

@@ -8,8 +8,8 @@ package main
 import (
 	"errors"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 // Rate is the dollar to euro rate of the Nexmark spec.

@@ -31,8 +31,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 var cfg struct {

@@ -7,8 +7,8 @@ package main
 import (
 	"errors"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 func init() {

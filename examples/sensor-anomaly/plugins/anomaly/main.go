@@ -70,9 +70,9 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 	"github.com/weir-stream/weir/guest-sdk/go/pyfmt"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 // lut holds, per record key, the last value seen for each kind of reading,

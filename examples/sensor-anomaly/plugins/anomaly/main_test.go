@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 func num(t *testing.T, lit string) number {

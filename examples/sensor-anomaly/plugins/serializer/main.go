@@ -38,9 +38,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 	"github.com/weir-stream/weir/guest-sdk/go/pyfmt"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 func init() {

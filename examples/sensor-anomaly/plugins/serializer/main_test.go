@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
+	"github.com/weir-stream/weir/abi/wjson"
 )
 
 // TestStr checks str() of values against what Python 3.11 prints for

@@ -10,8 +10,8 @@
 package main
 
 import (
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 )
 
 var count = weir.NewValueState("count")

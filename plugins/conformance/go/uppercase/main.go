@@ -9,8 +9,8 @@ package main
 import (
 	"errors"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
-	"github.com/weir-stream/weir/guest-sdk/go/wjson"
 	"github.com/weir-stream/weir/plugins/conformance/go/internal/pluginconfig"
 )
 
