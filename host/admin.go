@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/pluginop"
 )
 
 // AdminOptions configure StartAdmin.
@@ -390,7 +391,7 @@ func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = d
 	}
-	var tickets []reloadTicket
+	var tickets []pluginop.Ticket
 	var missing []string
 	found := false
 	for _, p := range a.pipelines() {
@@ -416,7 +417,7 @@ func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": strings.Join(missing, "; ")})
 		return
 	}
-	results := awaitProbation(r.Context(), wait, tickets)
+	results := pluginop.AwaitProbation(r.Context(), wait, tickets)
 	var failed []string
 	for _, res := range results {
 		if res.Failed() {

@@ -8,13 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
-	"time"
 
-	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/assembly"
 	"github.com/weir-stream/weir/host/internal/config"
-	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/operator"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
-	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -48,15 +46,16 @@ type Options struct {
 }
 
 // Pipeline is a loaded pipeline, validated and ready to run. Run it once,
-// then Close it. A Pipeline is not safe for concurrent use.
+// then Close it. Run and Close must not overlap; Stats, Plugins, Reload,
+// ReloadPlugins and Promote are safe from any goroutine, during and after
+// Run.
 type Pipeline struct {
-	cfg     *config.Pipeline
-	opts    Options
-	runtime *wasm.Runtime
-	plugins []*wasm.Plugin // per operator; nil for native operators
-	// slots holds the live, reloadable version of each map, flat_map and
-	// filter operator's plugin (per operator; nil for the others).
-	slots []*pluginSlot
+	cfg  *config.Pipeline
+	opts Options
+	// ops are the loaded operators, one per config operator, each from
+	// its kind's row in the operator table; plugins loaded their modules.
+	ops     []operator.Operator
+	plugins *operator.Plugins
 	// metrics are the pipeline's Prometheus collectors; run and runState
 	// describe the current run (stats.go).
 	metrics  *pipelineMetrics
@@ -70,21 +69,7 @@ type Pipeline struct {
 // built if needed, compiled, checked against the ABI, and initialised once
 // with its config. Nothing reads input before Run.
 func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
-	if opts.Stdin == nil {
-		opts.Stdin = os.Stdin
-	}
-	if opts.Stdout == nil {
-		opts.Stdout = os.Stdout
-	}
-	if opts.Stderr == nil {
-		opts.Stderr = os.Stderr
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.CacheDir == "" {
-		opts.CacheDir = pluginbuild.DefaultCacheDir()
-	}
+	opts = opts.withDefaults()
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, &loadError{kind: ErrConfig, err: err}
@@ -95,140 +80,70 @@ func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 			return nil, err
 		}
 	}
-	p := &Pipeline{cfg: cfg, opts: opts, plugins: make([]*wasm.Plugin, len(cfg.Operators)),
-		slots: make([]*pluginSlot, len(cfg.Operators)), closeStore: closeStore}
+	p := &Pipeline{cfg: cfg, opts: opts, closeStore: closeStore}
 	p.metrics = newPipelineMetrics(p)
-	for i := range cfg.Operators {
-		op := &cfg.Operators[i]
-		var native *engine.Step
-		switch {
-		case op.Type == config.OperatorWindow && op.Plugin == "":
-			st := p.windowStep(op, nil)
-			native = &st
-		case op.Type == config.OperatorRolling:
-			st := p.rollingStep(op)
-			native = &st
-		case op.Type == config.OperatorLookup:
-			// Connects and prepares the query: a bad DSN or query is a load error.
-			st := lookupStep(op)
-			native = &st
+	p.plugins = &operator.Plugins{CacheDir: opts.CacheDir, Logger: opts.Logger, Metrics: p.metrics}
+	if p.ops, err = assembly.LoadOperators(ctx, cfg, p.operatorEnv); err != nil {
+		p.Close(ctx)
+		if perr := (*operator.PluginError)(nil); errors.As(err, &perr) {
+			return nil, &loadError{kind: ErrPlugin, err: err}
 		}
-		if native != nil {
-			// Build one now, so settings the operator rejects are a load error.
-			o, err := native.New(ctx)
-			if err != nil {
-				p.Close(ctx)
-				return nil, &loadError{kind: ErrConfig, err: err}
-			}
-			o.Close(ctx)
-			continue
-		}
-		if !op.Type.IsPlugin() && op.Plugin == "" {
-			continue
-		}
-		if p.runtime == nil {
-			p.runtime, err = wasm.NewRuntime(ctx, wasm.RuntimeOptions{CacheDir: opts.CacheDir, Logger: opts.Logger})
-			if err != nil {
-				p.Close(ctx)
-				return nil, err
-			}
-		}
-		plug, hash, err := p.loadPlugin(ctx, op)
-		if err != nil {
-			p.Close(ctx)
-			return nil, &loadError{kind: ErrPlugin, err: err, pos: op.At("plugin").String(), path: op.FieldPath("plugin")}
-		}
-		if op.Type.IsPlugin() {
-			p.slots[i] = newPluginSlot(p, op, plug, hash)
-			if op.Shadow != "" {
-				if err := p.slots[i].startShadow(ctx, op.Shadow); err != nil {
-					p.Close(ctx)
-					return nil, &loadError{kind: ErrPlugin, err: err, pos: op.At("shadow").String(), path: op.FieldPath("shadow")}
-				}
-			}
-		} else {
-			p.plugins[i] = plug
-		}
+		return nil, &loadError{kind: ErrConfig, err: err}
 	}
 	return p, nil
 }
 
-// loadPlugin builds (Go source), compiles, checks and initialises op's
-// plugin, and returns it with the SHA-256 of its module.
-func (p *Pipeline) loadPlugin(ctx context.Context, op *config.Operator) (*wasm.Plugin, string, error) {
-	return p.loadPluginWith(ctx, op, op.Plugin, p.opts.Store, p.metrics.observeCall(op.Name))
+func (o Options) withDefaults() Options {
+	if o.Stdin == nil {
+		o.Stdin = os.Stdin
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = pluginbuild.DefaultCacheDir()
+	}
+	return o
 }
 
-// loadPluginWith is loadPlugin for the module at path, keeping state in
-// store and timing its calls with observe (nil: not timed, nor its
-// sandbox bounds counted: a shadow candidate).
-func (p *Pipeline) loadPluginWith(ctx context.Context, op *config.Operator, path string, store state.Store, observe func(time.Duration)) (*wasm.Plugin, string, error) {
-	bin, src, err := pluginbuild.Load(ctx, path, pluginbuild.Options{CacheDir: p.opts.CacheDir, Logger: p.opts.Logger, Operator: op.Name})
-	if err != nil {
-		return nil, "", err
-	}
-	plug, err := p.runtime.Load(ctx, wasm.PluginConfig{
-		Operator:          op.Name,
-		Path:              path,
-		Wasm:              bin,
-		Op:                pluginOp(op.Type),
-		InitConfig:        op.ConfigJSON,
-		MemoryLimitPages:  uint32(op.MemoryLimitPages),
-		Timeout:           pluginTimeout(op.Timeout),
-		Limits:            wasm.Limits(op.Limits),
-		Store:             store,
-		StateTTL:          op.StateTTL,
-		StateTTLEventTime: op.StateTTLEventTime,
-		ObserveCall:       observe,
-		ObserveLimit:      p.metrics.observeLimit(op.Name, observe != nil),
-		Logger:            p.opts.Logger,
-	})
-	if err != nil {
-		return nil, "", err // wasm's Load also ran the plugin's init: a bad config fails here
-	}
-	p.opts.Logger.Debug("plugin loaded", "operator", op.Name, "sha256", src.Hash)
-	return plug, src.Hash, nil
+// operatorEnv is what operator i is loaded with.
+func (p *Pipeline) operatorEnv(i int) operator.Env {
+	return operator.Env{Pipeline: p.cfg.Name, Index: i, Store: p.opts.Store, Logger: p.opts.Logger,
+		ProcessingTime: p.processingTime(), Parallelism: max(p.cfg.Engine.Parallelism, 1),
+		Plugins: p.plugins, Metrics: p.metrics, Counts: func() (any, int64, int64) { return p.stepCounts(i) }}
 }
 
-// pluginTimeout maps an operator's timeout to the plugin's.
-func pluginTimeout(d time.Duration) time.Duration {
-	if d == config.NoTimeout {
-		return wasm.NoTimeout
+// stepCounts returns operator i's counts in the current run, with the
+// run's identity.
+func (p *Pipeline) stepCounts(i int) (run any, in, dead int64) {
+	ri := p.run.Load()
+	if ri == nil {
+		return nil, 0, 0
 	}
-	return d
-}
-
-func pluginOp(t config.OperatorType) abi.Op {
-	switch t {
-	case config.OperatorMap:
-		return abi.OpMap
-	case config.OperatorFlatMap:
-		return abi.OpFlatMap
-	case config.OperatorFilter:
-		return abi.OpFilter
-	case config.OperatorWindow:
-		return abi.OpAggregate
+	steps := ri.ep.Stats().Summary.Steps
+	if i >= len(steps) {
+		return ri.ep, 0, 0
 	}
-	return 0
+	return ri.ep, steps[i].In, steps[i].Dead
 }
 
 // Name returns the pipeline's name.
 func (p *Pipeline) Name() string { return p.cfg.Name }
 
-// Close releases the compiled plugins and closes a state store that Load
-// opened, writing its cached state to disk. It is safe to call more than
-// once.
+// Close releases the operators and their plugins and closes a state store
+// that Load opened, writing its cached state to disk. It is safe to call
+// more than once.
 func (p *Pipeline) Close(ctx context.Context) error {
-	var errs []error
-	for i, s := range p.slots {
-		if s != nil {
-			s.close(ctx)
-			p.slots[i] = nil
-		}
-	}
-	if p.runtime != nil {
-		errs = append(errs, p.runtime.Close(ctx))
-		p.runtime = nil
+	errs := []error{assembly.CloseOperators(ctx, p.ops)}
+	p.ops = nil
+	if p.plugins != nil {
+		errs = append(errs, p.plugins.Close(ctx))
 	}
 	if p.closeStore != nil {
 		errs = append(errs, p.closeStore())

@@ -6,17 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/dbio"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/nexmark"
-	"github.com/weir-stream/weir/host/internal/record"
-	"github.com/weir-stream/weir/host/internal/wasm"
+	"github.com/weir-stream/weir/host/internal/operator"
+	"github.com/weir-stream/weir/host/internal/pluginop"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -159,41 +159,38 @@ func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 	if p.opts.WatchPlugins {
 		wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
-		p.watchPlugins(wctx)
+		pluginop.Watch(wctx, p.pluginOps(), p.opts.Logger)
 	}
 	es, err := ep.Run(ctx)
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
 }
 
-// inFirstSegment reports whether operator i comes before every key_by:
-// its records are routed to workers by source partition, unless the
-// segment is keyed (firstSegmentKeyed).
-func (p *Pipeline) inFirstSegment(i int) bool {
-	for _, op := range p.cfg.Operators[:i] {
-		if op.Type == config.OperatorKeyBy {
+// firstSegmentKeyed reports whether the operators before the first key_by
+// include one with keyed state now (a window, a rolling operator, a join,
+// a plugin whose live version uses state), so that the engine routes their
+// records by key (engine.Step.KeyedState).
+func (p *Pipeline) firstSegmentKeyed() bool {
+	for i, o := range p.ops {
+		if p.cfg.Operators[i].Type == config.OperatorKeyBy {
 			return false
 		}
-	}
-	return true
-}
-
-// firstSegmentKeyed reports whether the operators before the first key_by
-// include one with keyed state (a window, a rolling operator, a plugin
-// whose live version uses state), so that the engine routes their records
-// by key (engine.Step.KeyedState).
-func (p *Pipeline) firstSegmentKeyed() bool {
-	for i := range p.cfg.Operators {
-		op := &p.cfg.Operators[i]
-		switch {
-		case op.Type == config.OperatorKeyBy:
-			return false
-		case op.Type == config.OperatorWindow, op.Type == config.OperatorRolling:
-			return true
-		case p.slots[i] != nil && p.slots[i].cur.Load().plug.UsesState():
+		if o.KeyedState() {
 			return true
 		}
 	}
 	return false
+}
+
+// runFor is what operator i's Step is told for a run.
+func (p *Pipeline) runFor(i int, cc kafka.ClientConfig, kafkaRun, keyedFirst, keyed bool, deferred *[]func()) operator.Run {
+	firstSegment := true
+	for _, op := range p.cfg.Operators[:i] {
+		firstSegment = firstSegment && op.Type != config.OperatorKeyBy
+	}
+	return operator.Run{Kafka: cc,
+		Unkeyed:   p.cfg.Engine.Parallelism > 1 && firstSegment && !keyedFirst,
+		ScaledOut: kafkaRun && !keyed,
+		Defer:     func(f func()) { *deferred = append(*deferred, f) }}
 }
 
 // build turns the validated config into an engine pipeline, creating one
@@ -233,12 +230,6 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			stop()
 		}
 	}()
-	tables, closeTables, err := p.openTables(ctx, cc)
-	if err != nil {
-		return nil, nil, err
-	}
-	stopKafkaClient := stop
-	stop = func() { closeTables(); stopKafkaClient() }
 	var txn *kafka.Txn
 	kafkaRun := false
 	for i := range cfg.Sources {
@@ -264,50 +255,19 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 	ep.Checkpointing = ck
 	stopKafka := stop
 	stop = func() { closeChangelog(); stopKafka() }
+	var runDone []func()
+	stopCheckpoints := stop
+	stop = func() {
+		for _, f := range runDone {
+			f()
+		}
+		stopCheckpoints()
+	}
 	keyedFirst, keyed := p.firstSegmentKeyed(), p.keyedState()
-	for i := range cfg.Operators {
-		op := &cfg.Operators[i]
-		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize}
-		if op.Type == config.OperatorWindow {
-			ep.Steps = append(ep.Steps, p.windowStep(op, p.plugins[i]))
-			continue
-		}
-		if op.Type == config.OperatorRolling {
-			ep.Steps = append(ep.Steps, p.rollingStep(op))
-			continue
-		}
-		if op.Type == config.OperatorLookup {
-			ep.Steps = append(ep.Steps, lookupStep(op))
-			continue
-		}
-		if op.Type == config.OperatorTableJoin {
-			ep.Steps = append(ep.Steps, tableJoinStep(op, tables[i]))
-			continue
-		}
-		if op.Type == config.OperatorJoin {
-			ep.Steps = append(ep.Steps, p.joinStep(op))
-			continue
-		}
-		if op.Type == config.OperatorKeyBy {
-			st.KeyBy = true
-			st.New = func(context.Context) (engine.Operator, error) {
-				return engine.NewKeyBy(op.Name, op.KeyPath, op.SourceKeyPaths), nil
-			}
-		} else {
-			slot := p.slots[i]
-			st.KeyedState = slot.cur.Load().plug.UsesState()
-			slot.unkeyed.Store(cfg.Engine.Parallelism > 1 && p.inFirstSegment(i) && !keyedFirst)
-			slot.scaledOut.Store(kafkaRun && !keyed)
-			st.New = func(ctx context.Context) (engine.Operator, error) {
-				wo := &wasmOperator{name: op.Name, slot: slot}
-				if err := wo.swap(ctx, slot.cur.Load()); err != nil {
-					return nil, fmt.Errorf("%s: %s: %w", op.At("plugin"), op.FieldPath("plugin"), err)
-				}
-				if op.StateTTL > 0 {
-					return newTTLOperator(wo, op, engine.KeyOwner(ctx)), nil
-				}
-				return wo, nil
-			}
+	for i, o := range p.ops {
+		st, err := o.Step(ctx, p.runFor(i, cc, kafkaRun, keyedFirst, keyed, &runDone))
+		if err != nil {
+			return nil, nil, err
 		}
 		ep.Steps = append(ep.Steps, st)
 	}
@@ -335,7 +295,7 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 			}
 			ep.Sinks = append(ep.Sinks, ks)
 		case config.SinkDatabase:
-			ds, err := databaseSink(ctx, s)
+			ds, err := dbio.NewSinkFrom(ctx, s)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -420,118 +380,4 @@ func genKind(k config.GenKind) engine.GenKind {
 		return engine.GenTimestamp
 	}
 	return 0
-}
-
-// wasmOperator adapts a plugin worker to the engine, and swaps in the
-// plugin's new version, between batches, when its slot has one.
-type wasmOperator struct {
-	name string
-	slot *pluginSlot
-	ver  *pluginVersion // the version w runs
-	w    *wasm.Worker
-	sh   shadowOperator // this instance's side of a shadow run
-}
-
-func (o *wasmOperator) Name() string { return o.name }
-func (o *wasmOperator) Process(ctx context.Context, in []record.Record, out *record.Output) error {
-	var swapped time.Time
-	if v := o.slot.cur.Load(); v != o.ver {
-		swapped = time.Now()
-		if err := o.swap(ctx, v); err != nil {
-			// The version cannot start here: keep the one running, and
-			// let its probation count it as failed.
-			o.slot.log.Error("plugin version could not start on this worker; the previous one goes on", "version", v.n, "error", err)
-			o.slot.observe(v, int64(len(in)), int64(len(in)))
-			swapped = time.Time{}
-		}
-	}
-	shadowed := (o.sh.w != nil || o.slot.shadow.Load() != nil) && o.runShadow(ctx, in)
-	start, deadStart := len(out.Records), len(out.Dead)
-	err := o.w.Process(ctx, in, out)
-	if !swapped.IsZero() {
-		o.slot.p.metrics.swapped(time.Since(swapped))
-	}
-	if !o.ver.settled.Load() {
-		o.slot.observe(o.ver, int64(len(in)), int64(len(out.Dead)-deadStart))
-	}
-	if err == nil && shadowed {
-		o.compareShadow(in, out, start, deadStart)
-	}
-	return err
-}
-
-// swap makes the operator run version v: a worker v prepared, or a new
-// one, carrying the old worker's watermark; the old worker is closed.
-func (o *wasmOperator) swap(ctx context.Context, v *pluginVersion) error {
-	var w *wasm.Worker
-	select {
-	case w = <-v.ready:
-	default:
-		var err error
-		if w, err = v.plug.NewWorker(ctx); err != nil {
-			return err
-		}
-	}
-	o.slot.refs.acquire(v.plug)
-	if o.w != nil {
-		w.SetWatermark(o.w.Watermark())
-		o.w.Close(ctx)
-		o.slot.refs.release(ctx, o.ver.plug)
-	}
-	o.w, o.ver = w, v
-	return nil
-}
-
-func (o *wasmOperator) Close(ctx context.Context) error {
-	o.closeShadow(ctx)
-	err := o.w.Close(ctx)
-	o.slot.refs.release(ctx, o.ver.plug)
-	return err
-}
-
-// ttlOperator is a plugin operator whose state expires (state_ttl): it
-// sweeps the expired state of the keys its worker owns, at most every
-// sweepEvery, after a batch (processing time) or a watermark (event time,
-// where it also tells the worker the watermark).
-type ttlOperator struct {
-	*wasmOperator
-	owns       func([]byte) bool
-	sweepEvery time.Duration
-	last       time.Time
-}
-
-// ttlEventOperator is a ttlOperator in event time: a Watermarker.
-type ttlEventOperator struct{ *ttlOperator }
-
-func newTTLOperator(wo *wasmOperator, op *config.Operator, owns func([]byte) bool) engine.Operator {
-	t := &ttlOperator{wasmOperator: wo, owns: owns, last: time.Now(),
-		sweepEvery: min(max(op.StateTTL/2, 100*time.Millisecond), time.Minute)}
-	if op.StateTTLEventTime {
-		return ttlEventOperator{t}
-	}
-	return t
-}
-
-func (o *ttlOperator) Process(ctx context.Context, in []record.Record, out *record.Output) error {
-	if err := o.wasmOperator.Process(ctx, in, out); err != nil {
-		return err
-	}
-	return o.sweep(false)
-}
-
-// sweep deletes expired state when it is due, or when forced.
-func (o *ttlOperator) sweep(force bool) error {
-	if !force && time.Since(o.last) < o.sweepEvery {
-		return nil
-	}
-	o.last = time.Now()
-	_, err := o.w.SweepExpired(o.owns)
-	return err
-}
-
-// OnWatermark implements engine.Watermarker. The final watermark of a
-// bounded input expires everything, at once.
-func (o ttlEventOperator) OnWatermark(_ context.Context, wm int64, _ *record.Output) error {
-	o.w.SetWatermark(wm)
-	return o.sweep(wm == math.MaxInt64)
 }

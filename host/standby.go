@@ -22,15 +22,11 @@ import (
 func (p *Pipeline) exclusive() bool { return p.keyedState() }
 
 // keyedState reports whether an operator of the pipeline keeps keyed
-// state: a window, a rolling operator, a join, or a plugin whose live
+// state now: a window, a rolling operator, a join, or a plugin whose live
 // version uses the state functions.
 func (p *Pipeline) keyedState() bool {
-	for i := range p.cfg.Operators {
-		op := &p.cfg.Operators[i]
-		switch {
-		case op.Type == config.OperatorWindow, op.Type == config.OperatorRolling, op.Type == config.OperatorJoin:
-			return true
-		case p.slots[i] != nil && p.slots[i].cur.Load().plug.UsesState():
+	for _, o := range p.ops {
+		if o.KeyedState() {
 			return true
 		}
 	}

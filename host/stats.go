@@ -148,25 +148,21 @@ func (m *pipelineMetrics) CheckpointTaken(_ uint64, d time.Duration) {
 	m.checkpoint.Observe(d.Seconds())
 }
 
-// swapped records the pause of one operator instance's plugin swap.
-func (m *pipelineMetrics) swapped(d time.Duration) {
+// PluginSwapped implements operator.Metrics.
+func (m *pipelineMetrics) PluginSwapped(d time.Duration) {
 	m.swapPause.Observe(d.Seconds())
 	if m.onSwap != nil {
 		m.onSwap(d)
 	}
 }
 
-// observeLimit returns the sandbox-bound hook of an operator's plugin, or
-// nil when not counted.
-func (m *pipelineMetrics) observeLimit(operator string, counted bool) func(string) {
-	if !counted {
-		return nil
-	}
+// PluginLimit implements operator.Metrics.
+func (m *pipelineMetrics) PluginLimit(operator string) func(string) {
 	return func(limit string) { m.limitHits.WithLabelValues(operator, limit).Inc() }
 }
 
-// observeCall returns the UDF call-time hook of an operator's plugin.
-func (m *pipelineMetrics) observeCall(operator string) func(time.Duration) {
+// PluginCall implements operator.Metrics.
+func (m *pipelineMetrics) PluginCall(operator string) func(time.Duration) {
 	h := m.udfCall.WithLabelValues(operator)
 	return func(d time.Duration) { h.Observe(d.Seconds()) }
 }

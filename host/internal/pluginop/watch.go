@@ -1,8 +1,9 @@
-package host
+package pluginop
 
 import (
 	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,35 +16,29 @@ import (
 // to a plugin before reloading it: editors and builds write several times.
 const watchDebounce = 300 * time.Millisecond
 
-// watchPlugins reloads each plugin operator whose module file, or Go
+// Watch reloads each plugin operator whose module file, or Go
 // source folder, changes, until ctx is done. It follows each operator's
 // live path: after `weir plugin promote` that is the promoted shadow's. A
 // plugin that fails to reload keeps its live version (see
-// pluginSlot.reload). It returns once the watcher is set up; problems
+// Operator.reload). It returns once the watcher is set up; problems
 // setting it up are logged, not fatal.
-func (p *Pipeline) watchPlugins(ctx context.Context) {
-	var slots []*pluginSlot
-	for _, s := range p.slots {
-		if s != nil {
-			slots = append(slots, s)
-		}
-	}
+func Watch(ctx context.Context, slots []*Operator, log *slog.Logger) {
 	if len(slots) == 0 {
 		return
 	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
-		p.opts.Logger.Warn("plugins will not reload on change: cannot watch files", "error", err)
+		log.Warn("plugins will not reload on change: cannot watch files", "error", err)
 		return
 	}
-	w := &pluginWatcher{p: p, w: fw, watched: map[*pluginSlot]string{}}
+	w := &pluginWatcher{log: log, w: fw, watched: map[*Operator]string{}}
 	for _, s := range slots {
 		w.follow(s)
 	}
-	p.opts.Logger.Debug("watching plugins for changes", "pipeline", p.cfg.Name, "plugins", len(slots))
+	log.Debug("watching plugins for changes", "pipeline", slots[0].env.Pipeline, "plugins", len(slots))
 	go func() {
 		defer fw.Close()
-		due := map[*pluginSlot]time.Time{}
+		due := map[*Operator]time.Time{}
 		tick := time.NewTicker(watchDebounce / 3)
 		defer tick.Stop()
 		for {
@@ -69,7 +64,7 @@ func (p *Pipeline) watchPlugins(ctx context.Context) {
 				if !ok {
 					return
 				}
-				p.opts.Logger.Warn("watching plugins", "error", err)
+				log.Warn("watching plugins", "error", err)
 			case now := <-tick.C:
 				for _, s := range slots {
 					w.follow(s)
@@ -86,19 +81,19 @@ func (p *Pipeline) watchPlugins(ctx context.Context) {
 	}()
 }
 
-// pluginWatcher is the state of watchPlugins' goroutine (and of its setup,
+// pluginWatcher is the state of Watch's goroutine (and of its setup,
 // before the goroutine starts): which path each slot's changes come from.
 type pluginWatcher struct {
-	p       *Pipeline
+	log     *slog.Logger
 	w       *fsnotify.Watcher
-	watched map[*pluginSlot]string // the live path each slot was last seen with
+	watched map[*Operator]string // the live path each slot was last seen with
 }
 
 // follow watches s's live path, if it is not watched yet: the folder
 // holding a module file (editors replace files), or every folder of a
 // source folder. Folders watched for an earlier path stay watched; their
 // events no longer reach s.
-func (w *pluginWatcher) follow(s *pluginSlot) {
+func (w *pluginWatcher) follow(s *Operator) {
 	path := s.livePath()
 	if w.watched[s] == path {
 		return
@@ -123,7 +118,7 @@ func (w *pluginWatcher) follow(s *pluginSlot) {
 	}
 	for _, d := range dirs {
 		if err := w.w.Add(d); err != nil {
-			w.p.opts.Logger.Warn("plugin will not reload on change: cannot watch", "operator", s.op.Name, "path", d, "error", err)
+			w.log.Warn("plugin will not reload on change: cannot watch", "operator", s.op.Name, "path", d, "error", err)
 		}
 	}
 }

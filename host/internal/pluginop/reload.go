@@ -1,8 +1,7 @@
-package host
+package pluginop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,13 +9,13 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
-	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/operator"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // Hot reload.
 //
-// Each map, flat_map and filter operator has a pluginSlot holding its live
+// Each map, flat_map and filter operator has a Operator holding its live
 // version. A reload builds the plugin if it is Go source, compiles it,
 // checks it against the ABI, initialises it with its config, and
 // instantiates one worker for each of the operator's instances, all
@@ -65,14 +64,13 @@ func rollbackThreshold(baseline float64) float64 {
 	return max(minRollbackShare, min(baseline+rollbackMargin, (1+baseline)/2))
 }
 
-// pluginSlot is one plugin operator's live version. Its methods are safe
-// for concurrent use; reloads and rollbacks are serialised.
-type pluginSlot struct {
-	p  *Pipeline
-	op *config.Operator
-	// index is the operator's position in the pipeline, where the
-	// engine's counts of it are.
-	index int
+// Operator is one map, flat_map or filter operator of a loaded pipeline,
+// holding its plugin's live version, from Load to Close. Its methods are
+// safe for concurrent use; reloads, rollbacks and promotions are
+// serialised.
+type Operator struct {
+	env   operator.Env
+	op    *config.Operator
 	log   *slog.Logger
 	cur   atomic.Pointer[pluginVersion]
 	// shadow is the candidate running beside the live version (shadow.go),
@@ -101,7 +99,7 @@ type pluginSlot struct {
 // livePath is the path the live version was loaded from: the operator's
 // plugin, or the shadow promoted in its place. It waits for a reload or
 // promotion in progress.
-func (s *pluginSlot) livePath() string {
+func (s *Operator) livePath() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state.Path
@@ -206,29 +204,22 @@ func (v *pluginVersion) probation() ProbationReport {
 
 // stageMark is an operator's counts in one run at some moment.
 type stageMark struct {
-	ep       *engine.Pipeline // the run's engine; nil before the first run
+	run      any // the run's identity; nil before the first run
 	in, dead int64
 }
 
 // mark returns the operator's counts now.
-func (s *pluginSlot) mark() stageMark {
-	ri := s.p.run.Load()
-	if ri == nil {
-		return stageMark{}
-	}
-	steps := ri.ep.Stats().Summary.Steps
-	if s.index >= len(steps) {
-		return stageMark{ep: ri.ep}
-	}
-	return stageMark{ep: ri.ep, in: steps[s.index].In, dead: steps[s.index].Dead}
+func (s *Operator) mark() stageMark {
+	run, in, dead := s.env.Counts()
+	return stageMark{run: run, in: in, dead: dead}
 }
 
 // failureShareSince returns the share of the operator's records that went
 // to the dead-letter output since m (since the start of the current run,
 // if m is of an earlier one), and false if it was given none.
-func (s *pluginSlot) failureShareSince(m stageMark) (float64, bool) {
+func (s *Operator) failureShareSince(m stageMark) (float64, bool) {
 	now := s.mark()
-	if now.ep != m.ep {
+	if now.run != m.run {
 		m = stageMark{}
 	}
 	in, dead := now.in-m.in, now.dead-m.dead
@@ -352,13 +343,8 @@ func (r ReloadResult) String() string {
 	return s + string(r.Outcome)
 }
 
-func newPluginSlot(p *Pipeline, op *config.Operator, plug *wasm.Plugin, hash string) *pluginSlot {
-	s := &pluginSlot{p: p, op: op, log: p.opts.Logger.With("operator", op.Name), next: 2, stats: &reloadCounters{}}
-	for i := range p.cfg.Operators {
-		if &p.cfg.Operators[i] == op {
-			s.index = i
-		}
-	}
+func newOperator(env operator.Env, op *config.Operator, plug *wasm.Plugin, hash string) *Operator {
+	s := &Operator{env: env, op: op, log: env.Logger.With("operator", op.Name), next: 2, stats: &reloadCounters{}}
 	v := &pluginVersion{n: 1, plug: plug, hash: hash, loaded: time.Now(), ready: make(chan *wasm.Worker, 1),
 		done: make(chan struct{}), verdict: probationVerdict{outcome: ReloadSwapped}}
 	v.settled.Store(true)
@@ -370,20 +356,20 @@ func newPluginSlot(p *Pipeline, op *config.Operator, plug *wasm.Plugin, hash str
 }
 
 // instances is how many operator instances run the plugin.
-func (s *pluginSlot) instances() int { return max(s.p.cfg.Engine.Parallelism, 1) }
+func (s *Operator) instances() int { return max(s.env.Parallelism, 1) }
 
-// reloadTicket is a reload's result for one operator and the version it
+// Ticket is a reload's result for one operator and the version it
 // published, if any, whose probation decides the final result.
-type reloadTicket struct {
-	slot *pluginSlot
+type Ticket struct {
+	slot *Operator
 	res  ReloadResult
 	v    *pluginVersion
 	err  error // why the new version was refused
 }
 
-// result returns t's result now: for a version it published, swapped or
+// Result returns t's result now: for a version it published, swapped or
 // rolled back once its probation is over, on probation until then.
-func (t *reloadTicket) result() ReloadResult {
+func (t *Ticket) Result() ReloadResult {
 	r := t.res
 	if t.v == nil {
 		return r
@@ -400,10 +386,10 @@ func (t *reloadTicket) result() ReloadResult {
 	return r
 }
 
-// awaitProbation waits until the probation of every version the tickets
+// AwaitProbation waits until the probation of every version the tickets
 // published is over, at most wait and no longer than ctx, and returns
 // their results.
-func awaitProbation(ctx context.Context, wait time.Duration, tickets []reloadTicket) []ReloadResult {
+func AwaitProbation(ctx context.Context, wait time.Duration, tickets []Ticket) []ReloadResult {
 	if wait > 0 {
 		timer := time.NewTimer(wait)
 		defer timer.Stop()
@@ -423,26 +409,26 @@ func awaitProbation(ctx context.Context, wait time.Duration, tickets []reloadTic
 	}
 	out := make([]ReloadResult, len(tickets))
 	for i := range tickets {
-		out[i] = tickets[i].result()
+		out[i] = tickets[i].Result()
 	}
 	return out
 }
 
 // reload loads the plugin's file or source folder again and, if it
 // changed, swaps it in, on probation. The ticket tells what happened.
-func (s *pluginSlot) reload(ctx context.Context) reloadTicket {
+func (s *Operator) reload(ctx context.Context) Ticket {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := s.cur.Load()
-	t := reloadTicket{slot: s, res: ReloadResult{Pipeline: s.p.cfg.Name, Operator: s.op.Name, From: cur.n, Live: cur.n}}
-	refuse := func(err error) reloadTicket {
+	t := Ticket{slot: s, res: ReloadResult{Pipeline: s.env.Pipeline, Operator: s.op.Name, From: cur.n, Live: cur.n}}
+	refuse := func(err error) Ticket {
 		s.stats.failures.Add(1)
 		s.state.LastError = err.Error()
 		s.log.Error("plugin reload failed; the running version stays", "version", cur.n, "error", err)
 		t.res.Outcome, t.res.Reason, t.err = ReloadRefused, err.Error(), err
 		return t
 	}
-	plug, hash, err := s.p.loadPluginWith(ctx, s.op, s.state.Path, s.p.opts.Store, s.p.metrics.observeCall(s.op.Name))
+	plug, hash, err := s.env.Plugins.Load(ctx, s.op, s.state.Path, s.env.Store, true)
 	if err != nil {
 		return refuse(err)
 	}
@@ -468,12 +454,12 @@ func (s *pluginSlot) reload(ctx context.Context) reloadTicket {
 
 // prepare instantiates a version's workers, one per operator instance (the
 // first is the one Load initialised).
-func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string, n int) (*pluginVersion, error) {
+func (s *Operator) prepare(ctx context.Context, plug *wasm.Plugin, hash string, n int) (*pluginVersion, error) {
 	if s.unkeyed.Load() && plug.UsesState() {
 		plug.Close(ctx)
 		return nil, fmt.Errorf("the new version uses keyed state, but operator %q runs on %d workers with no key_by before it, "+
 			"so one key's records reach several workers: put a key_by before it, or run with parallelism 1",
-			s.op.Name, s.p.cfg.Engine.Parallelism)
+			s.op.Name, s.env.Parallelism)
 	}
 	if s.scaledOut.Load() && plug.UsesState() {
 		plug.Close(ctx)
@@ -503,7 +489,7 @@ func (s *pluginSlot) prepare(ctx context.Context, plug *wasm.Plugin, hash string
 // records, the baseline it inherited); replacing a version still on
 // probation ends that probation, and the baseline stays the one it was
 // compared with.
-func (s *pluginSlot) publish(v *pluginVersion) {
+func (s *Operator) publish(v *pluginVersion) {
 	old := s.cur.Load()
 	if !v.settled.Load() {
 		v.baseline = old.baseline
@@ -546,7 +532,7 @@ func drainReady(ctx context.Context, v *pluginVersion) {
 // settles it
 // after probationBatches. The judgement takes the slot's lock, which a
 // reload holds while it builds, so it runs beside the batch.
-func (s *pluginSlot) observe(v *pluginVersion, records, failed int64) {
+func (s *Operator) observe(v *pluginVersion, records, failed int64) {
 	v.records.Add(records)
 	v.failed.Add(failed)
 	if v.batches.Add(1) != probationBatches || !v.settled.CompareAndSwap(false, true) {
@@ -558,7 +544,7 @@ func (s *pluginSlot) observe(v *pluginVersion, records, failed int64) {
 // judge ends v's probation on its report: kept if its failure share is at
 // most rollbackThreshold of its baseline, else rolled back to the last
 // good version.
-func (s *pluginSlot) judge(v *pluginVersion, r ProbationReport) {
+func (s *Operator) judge(v *pluginVersion, r ProbationReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ctx := context.Background()
@@ -587,7 +573,7 @@ func (s *pluginSlot) judge(v *pluginVersion, r ProbationReport) {
 
 // rollback puts back the last good version after v failed probation. Call
 // with s.mu held.
-func (s *pluginSlot) rollback(ctx context.Context, v *pluginVersion, r ProbationReport) {
+func (s *Operator) rollback(ctx context.Context, v *pluginVersion, r ProbationReport) {
 	err := fmt.Errorf("version %d failed on %.0f%% of the records of its first %d batches (%d of %d rejected, trapped or timed out), "+
 		"above the %.0f%% allowed next to version %d's %.0f%%",
 		v.n, r.FailedShare*100, r.Batches, r.Failed, r.Records, r.Threshold*100, s.good.n, r.Baseline*100)
@@ -614,7 +600,7 @@ func (s *pluginSlot) rollback(ctx context.Context, v *pluginVersion, r Probation
 }
 
 // status returns the slot's live state.
-func (s *pluginSlot) status() PluginStatus {
+func (s *Operator) status() PluginStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state
@@ -631,7 +617,7 @@ func (s *pluginSlot) status() PluginStatus {
 
 // close releases the live version's plugin (and a good one kept for
 // rollback). Workers are closed by their operators.
-func (s *pluginSlot) close(ctx context.Context) {
+func (s *Operator) close(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.cur.Load()
@@ -645,70 +631,3 @@ func (s *pluginSlot) close(ctx context.Context) {
 	}
 }
 
-// ErrNoSuchPlugin is returned by ReloadPlugins and Reload for an operator
-// that runs no plugin.
-var ErrNoSuchPlugin = errors.New("no plugin operator of that name")
-
-// reloadAll reloads the named operator's plugin, or every plugin
-// operator's when operator is "".
-func (p *Pipeline) reloadAll(ctx context.Context, operator string) ([]reloadTicket, error) {
-	var tickets []reloadTicket
-	for _, s := range p.slots {
-		if s == nil || (operator != "" && s.op.Name != operator) {
-			continue
-		}
-		tickets = append(tickets, s.reload(ctx))
-	}
-	if len(tickets) == 0 && operator != "" {
-		return nil, fmt.Errorf("%w: %q", ErrNoSuchPlugin, operator)
-	}
-	return tickets, nil
-}
-
-// ReloadPlugins reloads the plugin of the named operator, or of every
-// plugin operator when operator is "": each is built (Go source), compiled,
-// checked and initialised, and swapped in between batches if it changed.
-// A plugin that fails to load leaves its live version running; the errors
-// are returned joined. A version swapped in is on probation for its first
-// batches and may still be rolled back; Reload reports that. It is safe to
-// call while the pipeline runs, from any goroutine.
-func (p *Pipeline) ReloadPlugins(ctx context.Context, operator string) error {
-	tickets, err := p.reloadAll(ctx, operator)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, t := range tickets {
-		if t.err != nil {
-			errs = append(errs, fmt.Errorf("operator %q: %w", t.res.Operator, t.err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// Reload reloads plugins as ReloadPlugins does and reports what happened to
-// each operator. A version swapped in is on probation: Reload waits up to
-// wait (and no longer than ctx) for every such probation to end, so that
-// the result says whether the version stayed (ReloadSwapped) or was rolled
-// back; one still on probation then is reported as ReloadProbation. Only
-// an operator that runs no plugin is an error (ErrNoSuchPlugin); a refused
-// version is a result. It is safe to call while the pipeline runs, from
-// any goroutine.
-func (p *Pipeline) Reload(ctx context.Context, operator string, wait time.Duration) ([]ReloadResult, error) {
-	tickets, err := p.reloadAll(ctx, operator)
-	if err != nil {
-		return nil, err
-	}
-	return awaitProbation(ctx, wait, tickets), nil
-}
-
-// Plugins returns the live version of every plugin operator.
-func (p *Pipeline) Plugins() []PluginStatus {
-	var out []PluginStatus
-	for _, s := range p.slots {
-		if s != nil {
-			out = append(out, s.status())
-		}
-	}
-	return out
-}

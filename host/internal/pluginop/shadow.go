@@ -1,4 +1,4 @@
-package host
+package pluginop
 
 import (
 	"bytes"
@@ -72,8 +72,8 @@ func (sr *shadowRun) status() *ShadowStatus {
 }
 
 // startShadow loads the candidate at path for slot s.
-func (s *pluginSlot) startShadow(ctx context.Context, path string) error {
-	plug, hash, err := s.p.loadPluginWith(ctx, s.op, path, &shadowStore{base: s.p.opts.Store, own: map[string]shadowEntry{}}, nil)
+func (s *Operator) startShadow(ctx context.Context, path string) error {
+	plug, hash, err := s.env.Plugins.Load(ctx, s.op, path, &shadowStore{base: s.env.Store, own: map[string]shadowEntry{}}, false)
 	if err != nil {
 		return fmt.Errorf("shadow %s: %w", path, err)
 	}
@@ -84,14 +84,14 @@ func (s *pluginSlot) startShadow(ctx context.Context, path string) error {
 
 // promote makes the shadow candidate the live version, loaded anew with
 // the operator's real state, and ends the shadow run.
-func (s *pluginSlot) promote(ctx context.Context) error {
+func (s *Operator) promote(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sr := s.shadow.Load()
 	if sr == nil {
 		return fmt.Errorf("operator %q has no shadow plugin to promote", s.op.Name)
 	}
-	plug, hash, err := s.p.loadPluginWith(ctx, s.op, sr.path, s.p.opts.Store, s.p.metrics.observeCall(s.op.Name))
+	plug, hash, err := s.env.Plugins.Load(ctx, s.op, sr.path, s.env.Store, true)
 	if err != nil {
 		return fmt.Errorf("promoting %s: %w", sr.path, err)
 	}
@@ -109,17 +109,6 @@ func (s *pluginSlot) promote(ctx context.Context) error {
 	return nil
 }
 
-// Promote makes the shadow plugin of the named operator its live version
-// (see shadow.go). It is safe to call while the pipeline runs.
-func (p *Pipeline) Promote(ctx context.Context, operator string) error {
-	for _, s := range p.slots {
-		if s != nil && s.op.Name == operator {
-			return s.promote(ctx)
-		}
-	}
-	return fmt.Errorf("%w: %q", ErrNoSuchPlugin, operator)
-}
-
 // shadowOperator is an operator instance's side of a shadow run.
 type shadowOperator struct {
 	run *shadowRun
@@ -130,7 +119,7 @@ type shadowOperator struct {
 // runShadow runs the candidate, if any, on in, before the live version
 // does, so that both read the state as it was before the batch. It
 // reports whether compare should follow.
-func (o *wasmOperator) runShadow(ctx context.Context, in []record.Record) bool {
+func (o *instance) runShadow(ctx context.Context, in []record.Record) bool {
 	sr := o.slot.shadow.Load()
 	if sr == nil {
 		o.closeShadow(ctx)
@@ -169,7 +158,7 @@ func (o *wasmOperator) runShadow(ctx context.Context, in []record.Record) bool {
 
 // shadowBudget is the time a shadow candidate may take over one batch:
 // the operator's timeout.
-func (s *pluginSlot) shadowBudget() time.Duration {
+func (s *Operator) shadowBudget() time.Duration {
 	if t := s.op.Timeout; t > 0 {
 		return t
 	}
@@ -182,7 +171,7 @@ func (s *pluginSlot) shadowBudget() time.Duration {
 // stopShadow ends the shadow run sr, if it is still the slot's, saying
 // why in the plugin's status; each instance closes its candidate at its
 // next batch.
-func (s *pluginSlot) stopShadow(sr *shadowRun, why string) {
+func (s *Operator) stopShadow(sr *shadowRun, why string) {
 	if !s.shadow.CompareAndSwap(sr, nil) {
 		return
 	}
@@ -194,7 +183,7 @@ func (s *pluginSlot) stopShadow(sr *shadowRun, why string) {
 }
 
 // closeShadow closes the instance's shadow worker, if any.
-func (o *wasmOperator) closeShadow(ctx context.Context) {
+func (o *instance) closeShadow(ctx context.Context) {
 	if o.sh.w != nil {
 		o.sh.w.Close(ctx)
 		o.slot.refs.release(ctx, o.sh.run.plug)
@@ -204,7 +193,7 @@ func (o *wasmOperator) closeShadow(ctx context.Context) {
 
 // compareShadow compares the candidate's output of in with the live
 // version's: out.Records[start:] and out.Dead[deadStart:].
-func (o *wasmOperator) compareShadow(in []record.Record, out *record.Output, start, deadStart int) {
+func (o *instance) compareShadow(in []record.Record, out *record.Output, start, deadStart int) {
 	sr := o.sh.run
 	live, cand := out.Records[start:], o.sh.out.Records
 	n := max(len(live), len(cand))

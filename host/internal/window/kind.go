@@ -1,0 +1,139 @@
+package window
+
+import (
+	"context"
+	"errors"
+
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/operator"
+)
+
+// WindowKind is the operator table's row for window. A window keeps keyed
+// state always.
+var WindowKind = operator.Kind{Load: loadWindow}
+
+// RollingKind is the operator table's row for rolling (OVER). A rolling
+// operator keeps keyed state always.
+var RollingKind = operator.Kind{Load: loadRolling}
+
+var (
+	windowKinds = map[config.WindowKind]Kind{
+		config.WindowTumbling: Tumbling, config.WindowSliding: Sliding,
+		config.WindowSession: Session, config.WindowCount: Count, config.WindowCumulate: Cumulate,
+	}
+	emitModes   = map[string]EmitMode{config.EmitOnClose: OnClose, config.EmitOnUpdate: OnUpdate, config.EmitEvery: Every}
+	windowTimes = map[string]TimeFormat{config.WindowTimeSQL: SQL, config.WindowTimeEpochMS: EpochMillis, config.WindowTimeRFC3339: RFC3339}
+	aggFuncs    = map[string]Func{
+		"sum": AggSum, "count": AggCount, "avg": AggAvg, "min": AggMin, "max": AggMax,
+		"first": AggFirst, "last": AggLast, "count_distinct": AggCountDistinct,
+	}
+)
+
+// windowConfig translates op's window settings.
+func windowConfig(op *config.Operator, env operator.Env) Config {
+	w := &op.Window
+	cfg := Config{
+		Name: op.Name, Kind: windowKinds[w.Kind], Size: w.Size, Slide: w.Slide, Gap: w.Gap, Count: w.Count,
+		AllowedLateness: w.AllowedLateness, Emit: emitModes[w.Emit], EmitInterval: w.EmitInterval,
+		KeyField: w.KeyField, TimeFormat: windowTimes[w.TimeFormat], Store: env.Store,
+		MaxKeysInMemory: int(w.MaxKeysInMemory), ProcessingTime: env.ProcessingTime,
+	}
+	if w.Kind == config.WindowCumulate {
+		cfg.Slide = w.Step
+	}
+	for _, a := range w.Aggregates {
+		cfg.Aggregates = append(cfg.Aggregates, Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As, Exact: a.Exact})
+	}
+	return cfg
+}
+
+// loadWindow loads a window operator: one operator per worker, each
+// keeping its keys' windows in the pipeline's state store, with the
+// aggregate plugin, if any, loaded once and instantiated per worker.
+func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
+	cfg := windowConfig(op, env)
+	if op.Plugin == "" {
+		st := engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(context.Context) (engine.Operator, error) {
+			wo, err := New(cfg)
+			if err != nil {
+				return nil, operator.At(op, err)
+			}
+			return wo, nil
+		}}
+		return operator.Fixed{S: st, Keyed: true}, tryStep(ctx, st)
+	}
+	plug, err := env.Plugins.LoadAggregate(ctx, op, env)
+	if err != nil {
+		return nil, err
+	}
+	st := engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
+		agg, err := plug.NewAggregator(ctx)
+		if err != nil {
+			return nil, operator.AtPlugin(op, err)
+		}
+		c := cfg
+		c.Custom = agg
+		wo, err := New(c)
+		if err != nil {
+			agg.Close(ctx)
+			return nil, operator.At(op, err)
+		}
+		return &pluginWindow{Operator: wo, agg: agg}, nil
+	}}
+	return pluginWindowOp{Fixed: operator.Fixed{S: st, Keyed: true}, plug: plug}, nil
+}
+
+// tryStep builds one instance of st and closes it, so that settings the
+// operator rejects are a load error.
+func tryStep(ctx context.Context, st engine.Step) error {
+	o, err := st.New(ctx)
+	if err != nil {
+		return err
+	}
+	return o.Close(ctx)
+}
+
+// pluginWindowOp is a window operator with an aggregate plugin, which it
+// closes.
+type pluginWindowOp struct {
+	operator.Fixed
+	plug *operator.AggregatePlugin
+}
+
+func (o pluginWindowOp) Close(ctx context.Context) error { return o.plug.Close(ctx) }
+
+// pluginWindow is a window instance whose aggregate is a Wasm plugin; it
+// closes the plugin's worker with the instance.
+type pluginWindow struct {
+	*Operator
+	agg *operator.Aggregator
+}
+
+func (p *pluginWindow) Close(ctx context.Context) error {
+	return errors.Join(p.Operator.Close(ctx), p.agg.Close(ctx))
+}
+
+// loadRolling loads a rolling (OVER) operator: one operator per worker,
+// each keeping its keys' rows in the pipeline's state store.
+func loadRolling(ctx context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
+	r := &op.Rolling
+	cfg := RollingConfig{Name: op.Name, Store: env.Store, ProcessingTime: env.ProcessingTime}
+	if r.Order == config.RollingRows {
+		cfg.Order = ByRows
+	}
+	for _, w := range r.Windows {
+		cfg.Windows = append(cfg.Windows, RollingWindow{Name: w.Name, Range: w.Range, Rows: w.Rows})
+	}
+	for _, a := range r.Aggregates {
+		cfg.Aggregates = append(cfg.Aggregates, Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As})
+	}
+	st := engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(context.Context) (engine.Operator, error) {
+		ro, err := NewRolling(cfg)
+		if err != nil {
+			return nil, operator.At(op, err)
+		}
+		return ro, nil
+	}}
+	return operator.Fixed{S: st, Keyed: true}, tryStep(ctx, st)
+}
