@@ -248,7 +248,9 @@ func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err
 		}
 		ep.Sources = append(ep.Sources, p.source(s))
 	}
-	ck, closeChangelog, err := p.setUpCheckpoints(ctx, cc, txn, kafkaRun)
+	su := p.checkpointSetup(cc)
+	su.Txn, su.KafkaRun, su.SyncOutputs = txn, kafkaRun, ep.SyncOutputs
+	ck, closeChangelog, err := su.Run(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

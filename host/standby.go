@@ -2,11 +2,10 @@ package host
 
 import (
 	"context"
-	"time"
 
+	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/kafka"
-	"github.com/weir-stream/weir/state"
 )
 
 // exclusive reports whether the pipeline must be the only active instance
@@ -40,7 +39,7 @@ func (p *Pipeline) awaitSoleMember(ctx context.Context, cc kafka.ClientConfig) e
 	if !p.exclusive() {
 		return nil
 	}
-	warm := p.warmStandby(cc)
+	warm := p.checkpointSetup(cc).WarmStandby()
 	for i := range p.cfg.Sources {
 		s := &p.cfg.Sources[i]
 		if s.Type != config.SourceKafka {
@@ -55,42 +54,8 @@ func (p *Pipeline) awaitSoleMember(ctx context.Context, cc kafka.ClientConfig) e
 	return nil
 }
 
-// warmStandby returns what a standby does each time it finds its group
-// still taken, or nil: with checkpoints, it applies the changelog's new
-// checkpoints to its own store, as Kafka Streams' standby replicas do, so
-// that taking over replays only what the active instance wrote in its
-// last second. Failures are logged; the standby goes on waiting.
-func (p *Pipeline) warmStandby(cc kafka.ClientConfig) func(context.Context) {
-	c := &p.cfg.Checkpoints
-	cs, ok := p.opts.Store.(state.Checkpointer)
-	if !c.Enabled || !ok {
-		return nil
-	}
-	ck := &checkpointer{p: p, cs: cs}
-	var meta storeMeta
-	loaded, announced := false, false
-	return func(ctx context.Context) {
-		if !loaded {
-			m, err := p.lastCheckpoint(cs)
-			if err != nil {
-				p.opts.Logger.Warn("standby: reading the state's last checkpoint failed", "pipeline", p.cfg.Name, "error", err)
-				return
-			}
-			meta, loaded = m, true
-		}
-		start := time.Now()
-		res, err := ck.replay(ctx, cc, c.ChangelogTopic, &meta)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			p.opts.Logger.Warn("standby: applying the changelog failed; trying again", "pipeline", p.cfg.Name, "error", err)
-		case err != nil:
-		case !announced && res.Meta != nil:
-			announced = true
-			p.opts.Logger.Info("standby: keeping the state up to date from the changelog", "pipeline", p.cfg.Name,
-				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
-		case res.Changes > 0:
-			p.opts.Logger.Debug("standby: applied the changelog", "pipeline", p.cfg.Name,
-				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
-		}
-	}
+// checkpointSetup is what the run's checkpoints are set up from.
+func (p *Pipeline) checkpointSetup(cc kafka.ClientConfig) checkpoint.Setup {
+	return checkpoint.Setup{Config: p.cfg, Store: p.opts.Store, Logger: p.opts.Logger.With("pipeline", p.cfg.Name),
+		Kafka: cc, Keyed: p.keyedState()}
 }

@@ -29,7 +29,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -46,6 +45,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/weir-stream/weir/host/internal/assembly"
+	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/state"
@@ -185,7 +186,7 @@ func (s *StateView) Checkpoint() (*StateCheckpoint, error) {
 	if len(cp.Meta) == 0 {
 		return out, nil
 	}
-	var meta storeMeta
+	var meta checkpoint.Meta
 	if err := json.Unmarshal(cp.Meta, &meta); err != nil {
 		return nil, fmt.Errorf("the last checkpoint in %s is unreadable: %w", s.cfg.State.Dir, err)
 	}
@@ -221,25 +222,6 @@ type KeyState struct {
 	Entries int    `json:"entries"`
 }
 
-// splitStoreKey splits a store key into operator, record key and user key.
-func splitStoreKey(k []byte) (op string, recordKey, userKey []byte, ok bool) {
-	n, m := binary.Uvarint(k)
-	if m <= 0 || n > uint64(len(k)-m) {
-		return "", nil, nil, false
-	}
-	op, k = string(k[m:m+int(n)]), k[m+int(n):]
-	n, m = binary.Uvarint(k)
-	if m <= 0 || n > uint64(len(k)-m) {
-		return "", nil, nil, false
-	}
-	return op, k[m : m+int(n)], k[m+int(n):], true
-}
-
-// opPrefix is the store key prefix of operator op's state.
-func opPrefix(op string) []byte {
-	return append(binary.AppendUvarint(nil, uint64(len(op))), op...)
-}
-
 // Operators lists the operators that have state, by name, with their
 // counts. Keys that do not follow state.Key are counted under the
 // operator "(malformed)".
@@ -247,7 +229,7 @@ func (s *StateView) Operators() ([]OperatorState, error) {
 	var out []OperatorState
 	var lastRK []byte
 	err := s.view.Keys(nil, func(k []byte) error {
-		op, rk, _, ok := splitStoreKey(k)
+		op, rk, _, ok := state.SplitKey(k)
 		if !ok {
 			op, rk = "(malformed)", nil
 		}
@@ -272,8 +254,8 @@ func (s *StateView) Operators() ([]OperatorState, error) {
 // empty key.
 func (s *StateView) Keys(operator string) ([]KeyState, error) {
 	var out []KeyState
-	err := s.view.Keys(opPrefix(operator), func(k []byte) error {
-		op, rk, _, ok := splitStoreKey(k)
+	err := s.view.Keys(state.OperatorPrefix(nil, operator), func(k []byte) error {
+		op, rk, _, ok := state.SplitKey(k)
 		if !ok || op != operator {
 			return nil
 		}
@@ -291,9 +273,9 @@ func (s *StateView) Keys(operator string) ([]KeyState, error) {
 type StateEntry struct {
 	// UserKey is the entry's user key as stored.
 	UserKey []byte
-	// Kind says what the entry is: "value" or "map" (a plugin's
-	// ValueState or MapState entry, by the SDK slot convention of
-	// abi/ABI.md), "pane", "session", "count" or "window" (a window
+	// Kind says what the entry is: "value", "map" or "list" (a plugin's
+	// ValueState, MapState or ListState entry, by the SDK slot convention
+	// of abi/ABI.md), "pane", "session", "count" or "window" (a window
 	// operator's pane, session, count window or operator entry), "rolling"
 	// or "rolling_row" (a rolling operator's header or history row),
 	// "join_left" or "join_right" (a record a join keeps), or "raw" when
@@ -311,7 +293,8 @@ type StateEntry struct {
 	// event time (Start).
 	Start, End int64
 	// Records is a count window's number of records; Row a rolling
-	// history row's index, or a join record's offset in its source.
+	// history row's index, a join record's offset in its source, or a
+	// list element's index (-1 for the list's length).
 	Records uint64
 	Row     int64
 	// Value is the entry's value as stored.
@@ -329,7 +312,7 @@ func (s *StateView) Entries(operator string, recordKey []byte) ([]StateEntry, er
 func entries(sc state.Scanner, typ config.OperatorType, operator string, recordKey []byte) ([]StateEntry, error) {
 	var out []StateEntry
 	err := sc.Scan(state.Key(nil, operator, recordKey, nil), func(k, v []byte) error {
-		op, rk, uk, ok := splitStoreKey(k)
+		op, rk, uk, ok := state.SplitKey(k)
 		if !ok || op != operator || !bytes.Equal(rk, recordKey) {
 			return nil // a longer record key with the same prefix
 		}
@@ -344,95 +327,17 @@ func entries(sc state.Scanner, typ config.OperatorType, operator string, recordK
 	return out, err
 }
 
-// The window operators' user key tags (host/internal/window/doc.go, "State").
-const (
-	tagPane       = 'p'
-	tagSession    = 's'
-	tagCount      = 'c'
-	tagWindowMeta = 'm'
-	tagRolling    = 'o'
-	tagRollingRow = 'O'
-	tagNilKey     = 0x80
-)
-
 // decodeEntry decodes a user key (and what a window's value says about
-// its span) by the convention of an operator of type typ. It never fails:
-// what it cannot decode is "raw".
+// its span) by the layouts of an operator of type typ, which its kind
+// describes (assembly.DescribeEntry). It never fails: what it cannot
+// decode is "raw".
 func decodeEntry(typ config.OperatorType, rk, uk, v []byte) StateEntry {
-	e := StateEntry{Kind: "raw"}
-	if len(uk) == 0 {
-		return e
+	d, ok := assembly.DescribeEntry(typ, rk, uk, v)
+	if !ok {
+		return StateEntry{Kind: "raw"}
 	}
-	switch typ {
-	case config.OperatorMap, config.OperatorFlatMap, config.OperatorFilter:
-		switch uk[0] {
-		case 'v':
-			e.Kind, e.Name = "value", string(uk[1:])
-		case 'm':
-			n, m := binary.Uvarint(uk[1:])
-			if m > 0 && n <= uint64(len(uk)-1-m) {
-				rest := uk[1+m:]
-				e.Kind, e.Name, e.MapKey = "map", string(rest[:n]), rest[n:]
-			}
-		}
-	case config.OperatorJoin:
-		// host/internal/join: side, event time, origin partition and offset.
-		if len(uk) == 21 && (uk[0] == 'L' || uk[0] == 'R') {
-			e.Kind, e.Start = "join_left", int64(binary.BigEndian.Uint64(uk[1:])^1<<63)
-			if uk[0] == 'R' {
-				e.Kind = "join_right"
-			}
-			e.Row = int64(binary.BigEndian.Uint64(uk[13:]))
-		}
-	case config.OperatorWindow:
-		tag := uk[0] &^ tagNilKey
-		nilKey := uk[0]&tagNilKey != 0
-		if nilKey && len(rk) != 0 {
-			return e
-		}
-		switch {
-		case (tag == tagPane || tag == tagSession) && len(uk) == 9:
-			e.Start = int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63)
-			e.Kind = "pane"
-			if tag == tagSession {
-				e.Kind = "session"
-				if d, m := binary.Uvarint(v); m > 0 {
-					e.End = e.Start + int64(d)
-				}
-			}
-		case tag == tagCount && len(uk) == 1:
-			e.Kind = "count"
-			if n, m := binary.Uvarint(v); m > 0 {
-				e.Records = n
-				if start, m2 := binary.Varint(v[m:]); m2 > 0 {
-					e.Start = start
-					if d, m3 := binary.Uvarint(v[m+m2:]); m3 > 0 {
-						e.End = start + int64(d)
-					}
-				}
-			}
-		case tag == tagWindowMeta && !nilKey && len(uk) == 1 && len(rk) == 0:
-			e.Kind = "window"
-		default:
-			return e
-		}
-		e.NilKey = nilKey
-	case config.OperatorRolling:
-		tag := uk[0] &^ tagNilKey
-		nilKey := uk[0]&tagNilKey != 0
-		switch {
-		case nilKey && len(rk) != 0:
-			return e
-		case tag == tagRolling && len(uk) == 1:
-			e.Kind = "rolling"
-		case tag == tagRollingRow && len(uk) == 9:
-			e.Kind, e.Row = "rolling_row", int64(binary.BigEndian.Uint64(uk[1:]))
-		default:
-			return e
-		}
-		e.NilKey = nilKey
-	}
-	return e
+	return StateEntry{Kind: d.Kind, Name: d.Name, MapKey: d.MapKey, NilKey: d.NilKey,
+		Start: d.Start, End: d.End, Records: d.Records, Row: d.Row}
 }
 
 // Fields returns the entry as JSON fields, as weir state inspect --json
@@ -444,6 +349,8 @@ func (e *StateEntry) Fields() map[string]any {
 	switch e.Kind {
 	case "value":
 		m["name"] = e.Name
+	case "list":
+		m["name"], m["index"] = e.Name, e.Row
 	case "map":
 		m["name"] = e.Name
 		if utf8.Valid(e.MapKey) {
@@ -508,6 +415,11 @@ func (e *StateEntry) Describe() string {
 		s = "value " + strconv.Quote(e.Name)
 	case "map":
 		s = "map " + strconv.Quote(e.Name) + " [" + quoteBytes(e.MapKey) + "]"
+	case "list":
+		s = "list " + strconv.Quote(e.Name) + " length"
+		if e.Row >= 0 {
+			s = fmt.Sprintf("list %s [%d]", strconv.Quote(e.Name), e.Row)
+		}
 	case "pane":
 		s = "pane start " + msTime(e.Start)
 	case "session":
@@ -639,7 +551,7 @@ func newStateDecoder(r io.Reader) (*stateDecoder, error) {
 		return nil, fmt.Errorf("line 1: format %q: want %q", d.header.Format, StateFormat)
 	}
 	if cp := bytes.TrimSpace(d.header.Checkpoint); len(cp) > 0 && !bytes.Equal(cp, []byte("null")) {
-		var meta storeMeta
+		var meta checkpoint.Meta
 		if err := json.Unmarshal(cp, &meta); err != nil {
 			return nil, fmt.Errorf("line 1: checkpoint: %v", err)
 		}

@@ -82,11 +82,33 @@ func OperatorPrefix(dst []byte, operator string) []byte {
 // RecordKey returns the record key of a Key whose operator prefix (see
 // OperatorPrefix) was cut off, and false if rest is malformed.
 func RecordKey(rest []byte) ([]byte, bool) {
+	rk, _, ok := SplitRest(rest)
+	return rk, ok
+}
+
+// SplitRest splits a Key whose operator prefix was cut off into its
+// record key and user key, and returns false if rest is malformed. Both
+// alias rest.
+func SplitRest(rest []byte) (recordKey, userKey []byte, ok bool) {
 	n, w := binary.Uvarint(rest)
 	if w <= 0 || uint64(len(rest)-w) < n {
-		return nil, false
+		return nil, nil, false
 	}
-	return rest[w : w+int(n)], true
+	return rest[w : w+int(n)], rest[w+int(n):], true
+}
+
+// SplitKey splits a Key into its operator, record key and user key, and
+// returns false if k is malformed. The keys alias k.
+func SplitKey(k []byte) (operator string, recordKey, userKey []byte, ok bool) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) < n {
+		return "", nil, nil, false
+	}
+	recordKey, userKey, ok = SplitRest(k[w+int(n):])
+	if !ok {
+		return "", nil, nil, false
+	}
+	return string(k[w : w+int(n)]), recordKey, userKey, true
 }
 
 // Memory is a Store held in a Go map. It is safe for concurrent use. It keeps

@@ -59,3 +59,12 @@ func CloseOperators(ctx context.Context, ops []operator.Operator) error {
 	}
 	return errors.Join(errs...)
 }
+
+// DescribeEntry says what a stored entry of an operator of type t is, by
+// its kind's layouts; false when it follows none (or t keeps no state).
+func DescribeEntry(t config.OperatorType, recordKey, userKey, value []byte) (operator.KeyEntry, bool) {
+	if d := kinds[t].Describe; d != nil {
+		return d(recordKey, userKey, value)
+	}
+	return operator.KeyEntry{}, false
+}

@@ -503,3 +503,12 @@ type PluginLimits struct {
 	StateBytes  int
 	OutputBytes int
 }
+
+// OperatorTypes returns every operator type a pipeline file may name.
+func OperatorTypes() []OperatorType {
+	out := make([]OperatorType, len(operatorTypes))
+	for i, t := range operatorTypes {
+		out[i] = OperatorType(t)
+	}
+	return out
+}

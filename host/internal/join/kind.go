@@ -10,7 +10,7 @@ import (
 
 // Kind is the operator table's row for join. A join keeps keyed state
 // always.
-var Kind = operator.Kind{Load: load}
+var Kind = operator.Kind{Load: load, Describe: Describe}
 
 // load loads a join operator: one operator per worker, each indexing the
 // stored records of the keys it owns.

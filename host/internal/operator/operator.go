@@ -19,6 +19,34 @@ import (
 // load error.
 type Kind struct {
 	Load func(ctx context.Context, op *config.Operator, env Env) (Operator, error)
+	// Describe says what one of the kind's stored entries is, for the
+	// state tools, from its record key, user key and value; false when
+	// the entry follows none of the kind's layouts. Nil for kinds that
+	// keep no state.
+	Describe func(recordKey, userKey, value []byte) (KeyEntry, bool)
+}
+
+// KeyEntry is what an operator kind says one of its stored entries is. It
+// is a plain value; its byte slices alias the entry.
+type KeyEntry struct {
+	// Kind names the layout: "value", "map" or "list" (a plugin's state,
+	// by the slot convention of package abi), "pane", "session", "count"
+	// or "window" (a window operator's), "rolling" or "rolling_row", or
+	// "join_left" or "join_right".
+	Kind string
+	// Name is a plugin state's name; MapKey a map entry's key.
+	Name   string
+	MapKey []byte
+	// NilKey marks window and rolling entries of records without a key.
+	NilKey bool
+	// Start and End are event times in ms: a pane's start, a session's or
+	// count window's span [Start, End), a join record's event time.
+	Start, End int64
+	// Records is a count window's number of records; Row a rolling
+	// history row's index, a join record's offset in its source, or a
+	// list element's index (-1 for the list's length).
+	Records uint64
+	Row     int64
 }
 
 // Operator is one operator of a loaded pipeline, from Load to Close. Step

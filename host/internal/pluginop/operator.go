@@ -12,7 +12,7 @@ import (
 // Kind is the operator table's row for map, flat_map and filter.
 var Kind = operator.Kind{Load: func(ctx context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
 	return Load(ctx, op, env)
-}}
+}, Describe: Describe}
 
 // Load loads op's plugin (and its shadow candidate, if any) and returns the
 // operator holding it. A load error is already positioned in the file.

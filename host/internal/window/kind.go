@@ -11,11 +11,11 @@ import (
 
 // WindowKind is the operator table's row for window. A window keeps keyed
 // state always.
-var WindowKind = operator.Kind{Load: loadWindow}
+var WindowKind = operator.Kind{Load: loadWindow, Describe: DescribeWindow}
 
 // RollingKind is the operator table's row for rolling (OVER). A rolling
 // operator keeps keyed state always.
-var RollingKind = operator.Kind{Load: loadRolling}
+var RollingKind = operator.Kind{Load: loadRolling, Describe: DescribeRolling}
 
 var (
 	windowKinds = map[config.WindowKind]Kind{

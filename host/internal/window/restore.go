@@ -30,11 +30,10 @@ func scanPrefix(name string) []byte {
 // splitKey splits the rest of a store key after scanPrefix into the record
 // key, nil for the nil key (the tag's high bit set), and the user key.
 func splitKey(rest []byte) (recordKey, userKey []byte, err error) {
-	n, m := binary.Uvarint(rest)
-	if m <= 0 || n > uint64(len(rest)-m) {
+	recordKey, userKey, ok := state.SplitRest(rest)
+	if !ok {
 		return nil, nil, errors.New("malformed key: bad record key length")
 	}
-	recordKey, userKey = rest[m:m+int(n)], rest[m+int(n):]
 	if len(userKey) == 0 {
 		return nil, nil, errors.New("malformed key: no user key")
 	}

@@ -1,4 +1,4 @@
-package host
+package checkpoint
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/state"
 )
@@ -15,7 +14,7 @@ import (
 // BenchmarkChangelogRestore measures what a standby that kept no state
 // (a new machine) pays to take over: replaying a changelog of 1M keys,
 // written as 10 checkpoints of 100k, from the embedded broker into an
-// empty badger store, as setUpCheckpoints does. A warm standby replays only
+// empty badger store, as Setup.Run does. A warm standby replays only
 // what the active instance wrote since its last look, a second before.
 func BenchmarkChangelogRestore(b *testing.B) {
 	const keys, checkpoints = 1_000_000, 10
@@ -54,12 +53,10 @@ func BenchmarkChangelogRestore(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := &Pipeline{cfg: &config.Pipeline{Name: "bench"}, opts: Options{Store: store, Logger: quiet}}
-		ck := &checkpointer{p: p, cs: store}
 		b.StartTimer()
 		start := time.Now()
-		var meta storeMeta
-		res, err := ck.replay(ctx, cc, "bench-changelog", &meta)
+		var meta Meta
+		res, err := replay(ctx, store, store, cc, "bench-changelog", &meta, quiet)
 		if err != nil {
 			b.Fatal(err)
 		}
