@@ -56,7 +56,8 @@ func (a *Ack) reset(done func(error)) {
 	a.err = nil
 }
 
-// Position is the highest offset of one source partition that a batch holds.
+// Position is the highest offset of one source partition that a batch
+// holds: plain data, passed by value.
 type Position struct {
 	Topic     string
 	Partition int32
@@ -67,7 +68,9 @@ type Position struct {
 // from a batch has been acknowledged by every sink and by the dead-letter
 // output. Ack is called once per completed batch with the batch's positions,
 // in no particular order across batches and from any goroutine; a source
-// that commits offsets must commit only contiguous completed ranges.
+// that commits offsets must commit only contiguous completed ranges. The
+// positions slice belongs to the batch, which is reused once Ack returns:
+// a source that keeps positions must copy them.
 type Acker interface {
 	Ack(positions []Position)
 }

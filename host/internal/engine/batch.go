@@ -22,6 +22,9 @@ type batch struct {
 	taken   time.Time // when the dispatcher took it, for Observer
 	records []record.Record
 	arena   record.Arena
+	// headers is the slab the records' headers are copied into, kept with
+	// the batch through the pool so that copying them allocates nothing.
+	headers []record.Header
 	dead    []record.DeadLetter
 	// positions holds, per source partition, the highest offset in the
 	// batch, for sources that commit (see Acker).
@@ -131,6 +134,8 @@ func (b *batch) reset() {
 	clear(b.records)
 	b.records = b.records[:0]
 	b.arena.Reset()
+	clear(b.headers)
+	b.headers = b.headers[:0]
 	clear(b.dead)
 	b.dead = b.dead[:0]
 	b.positions = b.positions[:0]
@@ -141,6 +146,23 @@ func (b *batch) reset() {
 	}
 	clear(b.pieces)
 	b.pieces = b.pieces[:0]
+}
+
+// headerSlab is the least capacity of a batch's header slab.
+const headerSlab = 256
+
+// copyHeaders returns a copy of hs, values included, owned by the batch.
+// A full slab is replaced rather than grown in place, since the headers of
+// records already added point into it; Reset keeps the last, largest one.
+func (b *batch) copyHeaders(hs []record.Header) []record.Header {
+	if cap(b.headers)-len(b.headers) < len(hs) {
+		b.headers = make([]record.Header, 0, max(headerSlab, 2*cap(b.headers), len(hs)))
+	}
+	start := len(b.headers)
+	for _, h := range hs {
+		b.headers = append(b.headers, record.Header{Key: h.Key, Value: b.arena.Copy(h.Value)})
+	}
+	return b.headers[start:len(b.headers):len(b.headers)]
 }
 
 // pool is a bounded free list of batches.

@@ -11,7 +11,8 @@ import (
 )
 
 // Checkpointing makes a run take consistent checkpoints (see the package
-// documentation, "Checkpoints").
+// documentation, "Checkpoints"). Run only reads it, and it must not change
+// while Run runs.
 type Checkpointing struct {
 	// Interval is the time between the end of one checkpoint and the start
 	// of the next; 0 means checkpoints are taken only when the run ends.
@@ -28,6 +29,9 @@ type Checkpointing struct {
 
 // Checkpoint is what a run records at a checkpoint, besides the operators'
 // state (which is in their store): where each source is, and event time.
+// The engine makes a new one for each checkpoint and does not change it
+// once Commit has returned, so Commit and the CheckpointListeners may keep
+// it; a Checkpoint to restore is only read.
 type Checkpoint struct {
 	// Epoch numbers checkpoints from 1 across restarts.
 	Epoch uint64 `json:"epoch"`
@@ -55,21 +59,24 @@ type OutputCheckpoint struct {
 	Length     int64  `json:"length"`
 }
 
-// SourceCheckpoint is one source's position in a Checkpoint.
+// SourceCheckpoint is one source's position in a Checkpoint: plain data,
+// part of its Checkpoint.
 type SourceCheckpoint struct {
 	Name     string          `json:"name"`
 	Snapshot json.RawMessage `json:"snapshot,omitempty"`
 	Records  int64           `json:"records,omitempty"`
 }
 
-// SourceTimeCheckpoint is one source's event-time tracking.
+// SourceTimeCheckpoint is one source's event-time tracking: plain data,
+// part of its Checkpoint.
 type SourceTimeCheckpoint struct {
 	Held    int64           `json:"held"`
 	MaxSeen int64           `json:"max_seen"`
 	Parts   []PartitionTime `json:"parts,omitempty"`
 }
 
-// PartitionTime is the highest event time seen on one partition.
+// PartitionTime is the highest event time seen on one partition: plain
+// data, part of its SourceTimeCheckpoint.
 type PartitionTime struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
@@ -98,7 +105,9 @@ type Snapshotter interface {
 
 // Replayable is a source that hands out the same records in the same order
 // every time it runs (a file, a seeded generator): the engine resumes it by
-// dropping as many records as it had handed out at the checkpoint.
+// dropping as many records as it had handed out at the checkpoint. The
+// engine asks before Run starts; the answer must hold for the source's
+// life.
 type Replayable interface {
 	Replayable() bool
 }
@@ -261,17 +270,8 @@ func (o *Out) Barrier() error {
 	o.bar.mu.Lock()
 	resume := o.bar.resume
 	o.bar.mu.Unlock()
-	if err := o.take(); err != nil {
+	if err := o.sendMarker(markerBarrier); err != nil {
 		return err
-	}
-	b := o.cur
-	o.cur = nil
-	b.marker = markerBarrier
-	select {
-	case o.ch <- b:
-	case <-o.ctx.Done():
-		o.pool.put(b)
-		return o.ctx.Err()
 	}
 	select {
 	case <-resume:
@@ -305,19 +305,25 @@ func (o *Out) PollContext(ctx context.Context) context.Context {
 // end sends the marker that tells the dispatcher the source has ended, so
 // checkpoints no longer wait for it.
 func (o *Out) end() {
-	if o.bar == nil {
-		return
+	if o.bar != nil {
+		o.sendMarker(markerEnd) // an error is the run failing: no checkpoint waits
 	}
+}
+
+// sendMarker sends the dispatcher a batch that carries only marker m.
+func (o *Out) sendMarker(m int) error {
 	if err := o.take(); err != nil {
-		return
+		return err
 	}
 	b := o.cur
 	o.cur = nil
-	b.marker = markerEnd
+	b.marker = m
 	select {
 	case o.ch <- b:
+		return nil
 	case <-o.ctx.Done():
 		o.pool.put(b)
+		return o.ctx.Err()
 	}
 }
 

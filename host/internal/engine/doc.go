@@ -2,6 +2,16 @@
 // a chain of operators to every sink, and rejected records to the
 // dead-letter output.
 //
+// The package owns the run loop and everything it moves: the bounded pool
+// of batches and the arenas their bytes live in, the routing of records to
+// workers, watermarks and event-time tracking, checkpoint barriers, and
+// acknowledgements back to the sources. It also holds the built-in parts
+// that need nothing outside the process: file and standard input and
+// output sources and sinks, the generator, and key_by. What operators,
+// sinks and sources do with records is theirs: the engine only calls them,
+// each from one goroutine, through the interfaces here (Operator, Sink,
+// DeadLetterSink, Source).
+//
 // # Data flow
 //
 //	sources ──batches──▶ dispatcher ──pieces──▶ segment workers ─…─▶ sink loop
@@ -34,8 +44,9 @@
 // state is only ever touched by one worker and each key's records stay in
 // order. A first segment holding a step with KeyedState (a window with no
 // key_by before it) is routed by key as well, from the dispatcher: records
-// without a key then all go to one worker, as Flink runs windowAll on one. The pieces a batch is cut into all belong to it, and it completes,
-// and is acknowledged to its source, only when every piece has been written.
+// without a key then all go to one worker, as Flink runs windowAll on one.
+// The pieces a batch is cut into all belong to it, and it completes, and
+// is acknowledged to its source, only when every piece has been written.
 //
 // # Checkpoints
 //
@@ -72,4 +83,39 @@
 //
 // Operators and sinks are driven by one goroutine each and need no locking;
 // sources are independent of one another.
+//
+// # Structure of a run
+//
+// Pipeline.Run makes a runner (run.go), which holds what the goroutines of
+// one run share: the settings with their defaults, the operators by
+// segment, the pool and the channels between the stages, each source's
+// Out, the internal context a failure cancels, and the counters behind
+// Stats. Run prepares it (checking the checkpoint settings, making the
+// operators, restoring a checkpoint), starts the goroutines, runs the sink
+// loop itself and, once that ends, takes the final checkpoint and closes
+// everything. Each goroutine's loop is a method in a file of its own:
+//
+//   - run.go: setup, the source goroutines, completing a batch, closing.
+//   - dispatch.go: the dispatcher (a dispatcher value, owned by its
+//     goroutine) takes the sources' batches, cuts them into pieces for the
+//     first segment and forwards pieces between segments (runner.forward).
+//   - worker.go: the segments and a worker per segment and index (a worker
+//     value, owned by its goroutine), which runs the segment's operators on
+//     each piece and hands the results on.
+//   - watermark.go: the watermark the dispatcher forwards, the
+//     watermark-only pieces that carry it to workers without records, and a
+//     worker firing its event-time operators as its inputs' least
+//     watermark advances.
+//   - barrier.go: the dispatcher's side of checkpoint barriers (a
+//     checkpointer) and taking a checkpoint of the quiesced pipeline;
+//     checkpoint.go has the sources' side (Out.Barrier) and the
+//     checkpoint data.
+//   - sinkloop.go: the sink loop, which writes pieces to the outputs and
+//     flushes them.
+//
+// Shutdown runs down the chain: the sources end, then the dispatcher
+// closes the first segment's queues, each segment's workers, once all have
+// ended, close the next segment's, and the last segment's close the sink
+// loop's, so Run returns once everything queued has been written or, after
+// a failure, discarded.
 package engine

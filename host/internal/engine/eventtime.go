@@ -11,7 +11,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
-// TimeFormat is how an event-time field is written.
+// TimeFormat is how an event-time field is written; a plain value.
 type TimeFormat int
 
 const (
@@ -23,7 +23,9 @@ const (
 
 // EventTime makes a source's records carry event time and its watermarks
 // follow the bounded-out-of-orderness strategy: a partition's watermark is
-// the highest event time it has shown minus MaxOutOfOrderness.
+// the highest event time it has shown minus MaxOutOfOrderness. During a run
+// it is read by its source's goroutine and the dispatcher, and must not
+// change while Run runs.
 type EventTime struct {
 	// Field is the JSON path of the event time in each value; nil uses the
 	// record's own timestamp (a Kafka record's, or a generator's).

@@ -40,7 +40,7 @@ type DeadLetterSink interface {
 	Close() error
 }
 
-// SinkFormat is how a writer sink renders each record.
+// SinkFormat is how a writer sink renders each record; a plain value.
 type SinkFormat int
 
 const (

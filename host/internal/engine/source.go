@@ -56,11 +56,7 @@ func (o *Out) Add(rec record.Record) error {
 		return err
 	}
 	if len(rec.Headers) > 0 {
-		hs := make([]record.Header, len(rec.Headers))
-		for i, h := range rec.Headers {
-			hs[i] = record.Header{Key: h.Key, Value: b.arena.Copy(h.Value)}
-		}
-		rec.Headers = hs
+		rec.Headers = b.copyHeaders(rec.Headers)
 	}
 	b.records = append(b.records, rec)
 	b.track(rec.Origin)

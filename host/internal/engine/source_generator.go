@@ -12,7 +12,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
-// GenKind is the kind of a generated field.
+// GenKind is the kind of a generated field; a plain value.
 type GenKind int
 
 const (
@@ -26,7 +26,8 @@ const (
 	GenTimestamp                       // the record's event time, epoch milliseconds
 )
 
-// GenField describes one generated JSON field.
+// GenField describes one generated JSON field. A generator reads it while
+// it runs: it must not change after NewGenerator.
 type GenField struct {
 	Name       string
 	Kind       GenKind
@@ -44,6 +45,8 @@ type GenField struct {
 }
 
 // GeneratorConfig configures a generator source, after Flink's datagen.
+// NewGenerator copies it but not what its slices hold, which must not
+// change afterwards.
 type GeneratorConfig struct {
 	// Count is the number of records to produce; 0 means no limit, in which
 	// case the source ends when a bounded sequence runs out. With a Count,
@@ -93,26 +96,7 @@ func (g *generator) Run(ctx context.Context, out *Out) error {
 			keyField = i
 		}
 	}
-	// The number of records before a sequence runs out.
-	limit := cfg.Count
-	if limit == 0 {
-		for _, f := range cfg.Fields {
-			if f.Kind == GenSequence && f.Bounded {
-				if n := f.End - f.Start + 1; limit == 0 || n < limit {
-					limit = n
-				}
-			}
-		}
-	}
-	// Each field's `"name":` prefix, encoded once.
-	prefixes := make([][]byte, len(cfg.Fields))
-	for fi, f := range cfg.Fields {
-		if fi > 0 {
-			prefixes[fi] = append(prefixes[fi], ',')
-		}
-		prefixes[fi] = strconv.AppendQuote(prefixes[fi], f.Name)
-		prefixes[fi] = append(prefixes[fi], ':')
-	}
+	limit, prefixes := g.limit(), g.prefixes()
 	var (
 		buf     []byte
 		key     []byte
@@ -144,47 +128,11 @@ func (g *generator) Run(ctx context.Context, out *Out) error {
 		}
 		buf = append(buf[:0], '{')
 		for fi := range cfg.Fields {
-			f := &cfg.Fields[fi]
 			buf = append(buf, prefixes[fi]...)
 			valStart := len(buf)
-			switch f.Kind {
-			case GenSequence:
-				v := f.Start + i
-				if f.Bounded {
-					v = f.Start + i%(f.End-f.Start+1)
-				}
-				buf = strconv.AppendInt(buf, v, 10)
-			case GenRandomInt:
-				span := uint64(f.MaxInt - f.MinInt)
-				var off uint64
-				if span == math.MaxUint64 {
-					off = rng.Uint64()
-				} else {
-					off = rng.Uint64N(span + 1)
-				}
-				buf = strconv.AppendInt(buf, f.MinInt+int64(off), 10)
-			case GenRandomFloat:
-				v := f.Min + rng.Float64()*(f.Max-f.Min)
-				if f.Decimals < 0 {
-					buf = strconv.AppendFloat(buf, v, 'f', -1, 64)
-				} else {
-					p := math.Pow10(f.Decimals)
-					buf = strconv.AppendFloat(buf, math.Round(v*p)/p, 'f', f.Decimals, 64)
-				}
-			case GenRandomChoice:
-				buf = append(buf, f.Values[rng.IntN(len(f.Values))]...)
-			case GenRandomString:
-				buf = append(buf, '"')
-				buf = appendRandomString(buf, rng, f.Length)
-				buf = append(buf, '"')
-			case GenRandomBool:
-				buf = strconv.AppendBool(buf, rng.Uint64()&1 == 1)
-			case GenConstant:
-				buf = append(buf, f.Value...)
-			case GenTimestamp:
-				buf = strconv.AppendInt(buf, ts, 10)
-			default:
-				return fmt.Errorf("source %q: field %q has unknown kind %d", g.name, f.Name, f.Kind)
+			var err error
+			if buf, err = g.appendValue(buf, &cfg.Fields[fi], i, ts, rng); err != nil {
+				return err
 			}
 			if fi == keyField {
 				key = appendKeyText(key[:0], buf[valStart:])
@@ -200,6 +148,78 @@ func (g *generator) Run(ctx context.Context, out *Out) error {
 		}
 	}
 	return out.Flush()
+}
+
+// limit is the number of records to produce: the Count, or, without one,
+// the records before the shortest bounded sequence runs out; 0 for no end.
+func (g *generator) limit() int64 {
+	limit := g.cfg.Count
+	if limit == 0 {
+		for _, f := range g.cfg.Fields {
+			if f.Kind == GenSequence && f.Bounded {
+				if n := f.End - f.Start + 1; limit == 0 || n < limit {
+					limit = n
+				}
+			}
+		}
+	}
+	return limit
+}
+
+// prefixes returns each field's `"name":` prefix, encoded once, with the
+// comma before every field but the first.
+func (g *generator) prefixes() [][]byte {
+	prefixes := make([][]byte, len(g.cfg.Fields))
+	for fi, f := range g.cfg.Fields {
+		if fi > 0 {
+			prefixes[fi] = append(prefixes[fi], ',')
+		}
+		prefixes[fi] = strconv.AppendQuote(prefixes[fi], f.Name)
+		prefixes[fi] = append(prefixes[fi], ':')
+	}
+	return prefixes
+}
+
+// appendValue appends the JSON value of field f in record i, whose event
+// time is ts.
+func (g *generator) appendValue(buf []byte, f *GenField, i, ts int64, rng *rand.Rand) ([]byte, error) {
+	switch f.Kind {
+	case GenSequence:
+		v := f.Start + i
+		if f.Bounded {
+			v = f.Start + i%(f.End-f.Start+1)
+		}
+		return strconv.AppendInt(buf, v, 10), nil
+	case GenRandomInt:
+		span := uint64(f.MaxInt - f.MinInt)
+		var off uint64
+		if span == math.MaxUint64 {
+			off = rng.Uint64()
+		} else {
+			off = rng.Uint64N(span + 1)
+		}
+		return strconv.AppendInt(buf, f.MinInt+int64(off), 10), nil
+	case GenRandomFloat:
+		v := f.Min + rng.Float64()*(f.Max-f.Min)
+		if f.Decimals < 0 {
+			return strconv.AppendFloat(buf, v, 'f', -1, 64), nil
+		}
+		p := math.Pow10(f.Decimals)
+		return strconv.AppendFloat(buf, math.Round(v*p)/p, 'f', f.Decimals, 64), nil
+	case GenRandomChoice:
+		return append(buf, f.Values[rng.IntN(len(f.Values))]...), nil
+	case GenRandomString:
+		buf = append(buf, '"')
+		buf = appendRandomString(buf, rng, f.Length)
+		return append(buf, '"'), nil
+	case GenRandomBool:
+		return strconv.AppendBool(buf, rng.Uint64()&1 == 1), nil
+	case GenConstant:
+		return append(buf, f.Value...), nil
+	case GenTimestamp:
+		return strconv.AppendInt(buf, ts, 10), nil
+	}
+	return buf, fmt.Errorf("source %q: field %q has unknown kind %d", g.name, f.Name, f.Kind)
 }
 
 // appendRandomString appends n characters drawn from alnum, ten from each

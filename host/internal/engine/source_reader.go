@@ -16,7 +16,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
-// Format is how a text input is split into records.
+// Format is how a text input is split into records; a plain value.
 type Format int
 
 const (

@@ -18,7 +18,8 @@ type Observer interface {
 }
 
 // Stats are a run's counts so far, and where event time and checkpoints
-// stand. Stage counts lag the truth by the batches in flight.
+// stand. Stage counts lag the truth by the batches in flight. Each Stats is
+// a copy the caller owns, its counts read one by one while the run goes on.
 type Stats struct {
 	Summary
 	// Running is false before Run starts and after it returns.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -18,4 +19,81 @@ const NoWatermark int64 = -1 << 63
 // called by the operator's worker goroutine, like Process.
 type Watermarker interface {
 	OnWatermark(ctx context.Context, wm int64, out *record.Output) error
+}
+
+// advanceWatermark computes the pipeline watermark, as the dispatcher
+// forwards it, and publishes it to Stats.
+func (r *runner) advanceWatermark() int64 {
+	r.lastWM = r.wms.current()
+	r.st.watermark.Store(r.lastWM)
+	return r.lastWM
+}
+
+// promise notes in sent that wm is promised to every worker of s: a
+// worker that got records (got) has it with them; any other that was last
+// promised an older one gets a watermark-only piece, which a checkpoint
+// waits for as for a batch.
+func (r *runner) promise(s *segment, from int, sent []int64, got []bool, wm int64) {
+	for w := range r.par {
+		if got[w] {
+			sent[w] = wm
+		} else if wm > sent[w] {
+			sent[w] = wm
+			r.work.add()
+			r.send(s.in[w], watermarkPiece(wm, from))
+		}
+	}
+}
+
+// advance gives the worker's operators watermark wm, if it is newer than
+// the one they have, and returns a piece of what they emitted, or nil.
+func (k *worker) advance(wm int64) (*piece, error) {
+	if wm <= k.cur {
+		return nil, nil
+	}
+	k.cur = wm
+	r := k.r
+	return r.p.fire(r.hard, k.s, k.w, wm, r.newEmit, r.batchSize)
+}
+
+// fire tells the event-time operators of s, as worker w, that the
+// watermark is now wm, and runs what they emit through the rest of the
+// segment. It returns a piece of a new batch holding the results, or nil.
+func (p *Pipeline) fire(ctx context.Context, s *segment, w int, wm int64, newBatch func() *batch, batchSize int) (*piece, error) {
+	st := p.stats.Load()
+	var pc *piece
+	for j, op := range s.ops[w] {
+		wop, ok := op.(Watermarker)
+		if !ok {
+			continue
+		}
+		if pc == nil {
+			pc = newBatch().newPiece(nil)
+			pc.records = pc.buf[:0]
+		}
+		out := pc.out(s.first + j)
+		start, deadStart := len(out.Records), len(out.Dead)
+		if err := wop.OnWatermark(ctx, wm, out); err != nil {
+			return nil, fmt.Errorf("operator %q: %w", p.Steps[s.first+j].Name, err)
+		}
+		recs := out.Records[start:]
+		st.steps[s.first+j].add(0, len(recs), len(out.Dead)-deadStart)
+		pc.dead = append(pc.dead, out.Dead[deadStart:]...)
+		for k := j + 1; k < len(s.ops[w]) && len(recs) > 0; k++ {
+			next := pc.out(s.first + k)
+			start, deadStart := len(next.Records), len(next.Dead)
+			if err := p.process(ctx, s.first+k, s.ops[w][k], recs, next, batchSize); err != nil {
+				return nil, err
+			}
+			in := len(recs)
+			recs = next.Records[start:]
+			st.steps[s.first+k].add(in, len(recs), len(next.Dead)-deadStart)
+			pc.dead = append(pc.dead, next.Dead[deadStart:]...)
+		}
+		pc.records = append(pc.records, recs...)
+	}
+	if pc != nil {
+		pc.buf = pc.records
+	}
+	return pc, nil
 }
