@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/abi/wjson"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -216,8 +217,30 @@ func step(op Operator) Step {
 	return Step{Name: op.Name(), New: func(context.Context) (Operator, error) { return op, nil }}
 }
 
+// keyByStep keys records by the string or number at path, as key_by does
+// (package keyby, which imports this one), and dead-letters the others.
 func keyByStep(name string, path []string) Step {
-	return Step{Name: name, KeyBy: true, New: func(context.Context) (Operator, error) { return NewKeyBy(name, path, nil), nil }}
+	return Step{Name: name, KeyBy: true, New: func(context.Context) (Operator, error) { return fieldKeyer{name, path}, nil }}
+}
+
+type fieldKeyer struct {
+	name string
+	path []string
+}
+
+func (k fieldKeyer) Name() string                { return k.name }
+func (k fieldKeyer) Close(context.Context) error { return nil }
+func (k fieldKeyer) Process(_ context.Context, in []record.Record, out *record.Output) error {
+	for _, r := range in {
+		v, err := wjson.Get(r.Value, k.path...)
+		if err != nil || !v.Exists() {
+			out.Dead = append(out.Dead, record.DeadLetter{Record: r, Stage: k.name, Reason: "field not found"})
+			continue
+		}
+		r.Key = out.Arena.Copy([]byte(v.String()))
+		out.Records = append(out.Records, r)
+	}
+	return nil
 }
 
 // keyRecorder is a test operator that prefixes each value with its key.
@@ -232,40 +255,6 @@ func (keyRecorder) Process(_ context.Context, in []record.Record, out *record.Ou
 		out.Records = append(out.Records, r)
 	}
 	return nil
-}
-
-func TestKeyBy(t *testing.T) {
-	content := `{"id":"a\"b","n":1}
-{"id":7}
-{"x":{"y":"z"}}
-{"id":{"deep":true}}
-`
-	tests := []struct {
-		name     string
-		path     []string
-		want     string
-		wantDead int
-	}{
-		{name: "top-level field", path: []string{"id"}, want: "a\"b {\"id\":\"a\\\"b\",\"n\":1}\n7 {\"id\":7}\n{\"deep\":true} {\"id\":{\"deep\":true}}\n", wantDead: 1},
-		{name: "nested field", path: []string{"x", "y"}, want: "z {\"x\":{\"y\":\"z\"}}\n", wantDead: 3},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := NewFileSource("in", writeFile(t, content), FormatJSONLines)
-			got, dead, sum := run(t, []Source{src}, []Step{keyByStep("by", tt.path), step(keyRecorder{})}, SinkRaw, 512)
-			if got != tt.want {
-				t.Errorf("output:\n%s\nwant:\n%s", got, tt.want)
-			}
-			if len(dead) != tt.wantDead || sum.Steps[0].Dead != int64(tt.wantDead) {
-				t.Fatalf("dead letters = %v, want %d", dead, tt.wantDead)
-			}
-			for _, d := range dead {
-				if d["stage"] != "by" || !strings.Contains(d["reason"].(string), "field not found") {
-					t.Errorf("dead letter = %v", d)
-				}
-			}
-		})
-	}
 }
 
 func TestJSONSinkRejectsNonJSON(t *testing.T) {

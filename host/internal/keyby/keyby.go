@@ -1,7 +1,6 @@
-// Package keyby is the operator table's row for key_by: it re-keys records
-// by a field and makes the engine route them to workers by the new key.
-// The re-keying itself is the engine's (engine.NewKeyBy), since routing by
-// key is the engine's job.
+// Package keyby is the key_by operator: it sets each record's key from a
+// JSON field, and its step tells the engine to route the records after it
+// to workers by the new key (engine.Step.KeyBy).
 package keyby
 
 import (
@@ -16,6 +15,6 @@ import (
 var Kind = operator.Kind{Load: func(_ context.Context, op *config.Operator, _ operator.Env) (operator.Operator, error) {
 	return operator.Fixed{S: engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyBy: true,
 		New: func(context.Context) (engine.Operator, error) {
-			return engine.NewKeyBy(op.Name, op.KeyPath, op.SourceKeyPaths), nil
+			return New(op.Name, op.KeyPath, op.SourceKeyPaths), nil
 		}}}, nil
 }}

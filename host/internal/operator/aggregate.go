@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
-	"github.com/weir-stream/weir/host/internal/config"
 )
 
 // AggregatePlugin is a loaded aggregate plugin (a window's `plugin`), from
@@ -95,4 +95,3 @@ func (a *Aggregator) value() ([]byte, error) {
 	}
 	return append([]byte(nil), v.Value...), nil
 }
-

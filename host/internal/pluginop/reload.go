@@ -69,10 +69,10 @@ func rollbackThreshold(baseline float64) float64 {
 // safe for concurrent use; reloads, rollbacks and promotions are
 // serialised.
 type Operator struct {
-	env   operator.Env
-	op    *config.Operator
-	log   *slog.Logger
-	cur   atomic.Pointer[pluginVersion]
+	env operator.Env
+	op  *config.Operator
+	log *slog.Logger
+	cur atomic.Pointer[pluginVersion]
 	// shadow is the candidate running beside the live version (shadow.go),
 	// or nil.
 	shadow atomic.Pointer[shadowRun]
@@ -630,4 +630,3 @@ func (s *Operator) close(ctx context.Context) {
 		sr.plug.Close(ctx)
 	}
 }
-

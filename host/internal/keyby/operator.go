@@ -1,4 +1,4 @@
-package engine
+package keyby
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/weir-stream/weir/abi/wjson"
+	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -22,10 +23,10 @@ type keyBy struct {
 	scratch  []byte
 }
 
-// NewKeyBy returns the key_by operator for the dotted field path; the
-// records of the sources bySource names (it may be nil) are keyed by the
-// path it gives instead.
-func NewKeyBy(name string, path []string, bySource map[string][]string) Operator {
+// New returns the key_by operator for the dotted field path; the records
+// of the sources bySource names (it may be nil) are keyed by the path it
+// gives instead. It belongs to one worker.
+func New(name string, path []string, bySource map[string][]string) engine.Operator {
 	k := &keyBy{name: name, path: path, field: strings.Join(path, "."), bySource: bySource, fields: map[string]string{}}
 	for src, p := range bySource {
 		k.fields[src] = strings.Join(p, ".")
