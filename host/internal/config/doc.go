@@ -136,9 +136,13 @@
 //	    into: customer      # required: the field that receives the table's value
 //	    join: inner         # inner (default: no value, the record is dropped) | left (no value: null)
 //	  - name: sellers
-//	    type: join          # stream-stream inner join by key (a key_by before it): each pair once, when its later record comes
+//	    type: join          # stream-stream join by key (a key_by before it): each pair once, when its later record comes
 //	    left: auctions      # required: the source of the left side
 //	    right: persons      # required: another source, the right side; output {"auctions": left, "persons": right}
+//	    join: inner         # inner (default) | left | right | full: an outer side's record that matched nothing comes
+//	                        #   once, the other side null ({"auctions": left, "persons": null}), at its own event
+//	                        #   time, when the watermark passes its last match (its window's end, left+upper,
+//	                        #   right-lower, or +ttl); a regular join without ttl: at the end of a bounded input
 //	    between: {lower: -10s, upper: 5s}  # optional interval join: left+lower <= right <= left+upper (event time);
 //	                        #   absent = regular join, every record kept in state
 //	    window: 10s         # or a tumbling window join: pairs whose event times share a window (not with between)

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Join holds a join operator's settings: a stream-stream inner join of
-// the records of two sources with the same key, as Flink's interval join
-// (with Between) or regular join (without).
+// Join holds a join operator's settings: a stream-stream join of the
+// records of two sources with the same key, as Flink's interval join (with
+// Between) or regular join (without), inner or outer.
 type Join struct {
 	Left, Right string // source names: the two sides, distinct
 	// Between bounds a right record's event time relative to its left's:
@@ -24,17 +24,36 @@ type Join struct {
 	// TTL bounds a regular join's state: a record is dropped once the
 	// watermark passes its event time by TTL. Not with Between or Window.
 	TTL time.Duration
+	// Kind is the join type: JoinInner (default), JoinLeft, JoinRight or
+	// JoinFull. An outer join also emits each record of its outer side
+	// (both, full) that matched nothing, once, with null for the other
+	// side, when it can match nothing more: when the watermark passes its
+	// last possible match (its window's end; a left's time plus Upper, a
+	// right's minus Lower; its time plus the TTL), or, for a regular join
+	// without a TTL, at the end of a bounded input.
+	Kind string
 }
 
+// Join kinds of a join operator, beyond JoinInner and JoinLeft.
+const (
+	JoinRight = "right" // a right record that matched nothing is emitted with a null left
+	JoinFull  = "full"  // either side's record that matched nothing is emitted, the other side null
+)
+
 var (
-	joinFields    = []string{"name", "type", "left", "right", "between", "window", "ttl"}
-	betweenFields = []string{"lower", "upper"}
+	joinFields      = []string{"name", "type", "left", "right", "join", "between", "window", "ttl"}
+	betweenFields   = []string{"lower", "upper"}
+	streamJoinKinds = []string{JoinInner, JoinLeft, JoinRight, JoinFull}
 )
 
 // join decodes a join operator's fields; crossCheckJoins checks them
 // against the rest of the pipeline.
 func (d *decoder) join(o *object, op *Operator) {
 	j := &op.Join
+	j.Kind = JoinInner
+	if v, st := o.enum("join", streamJoinKinds...); st == good {
+		j.Kind = v
+	}
 	for _, side := range []struct {
 		field string
 		dst   *string

@@ -7,15 +7,15 @@ import (
 )
 
 // Describe is the operator table's Describe for join: each stored record
-// is keyed by its side, event time, and origin partition and offset.
+// is keyed by its side, event time, and origin partition and offset; an
+// outer side's record that matched has a mark beside it, keyed the same
+// with the side in lower case.
 func Describe(_, uk, _ []byte) (operator.KeyEntry, bool) {
-	if len(uk) != userKeyLen || (uk[0] != sideLeft && uk[0] != sideRight) {
+	kinds := map[byte]string{sideLeft: "join_left", sideRight: "join_right",
+		markedLeft: "join_left_matched", markedRight: "join_right_matched"}
+	if len(uk) != userKeyLen || kinds[uk[0]] == "" {
 		return operator.KeyEntry{}, false
 	}
-	e := operator.KeyEntry{Kind: "join_left", Start: int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63),
-		Row: int64(binary.BigEndian.Uint64(uk[13:]))}
-	if uk[0] == sideRight {
-		e.Kind = "join_right"
-	}
-	return e, true
+	return operator.KeyEntry{Kind: kinds[uk[0]], Start: int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63),
+		Row: int64(binary.BigEndian.Uint64(uk[13:]))}, true
 }

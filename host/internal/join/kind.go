@@ -17,7 +17,7 @@ var Kind = operator.Kind{Load: load, Describe: Describe}
 func load(_ context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
 	j := &op.Join
 	cfg := Config{Name: op.Name, Left: j.Left, Right: j.Right, Bounded: j.Between,
-		Lower: j.Lower.Milliseconds(), Upper: j.Upper.Milliseconds(), Window: j.Window.Milliseconds(), TTL: j.TTL.Milliseconds(), Store: env.Store}
+		Lower: j.Lower.Milliseconds(), Upper: j.Upper.Milliseconds(), Window: j.Window.Milliseconds(), TTL: j.TTL.Milliseconds(), Kind: j.Kind, Store: env.Store}
 	st := engine.Step{Name: op.Name, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
 		c := cfg
 		c.Owns = engine.KeyOwner(ctx)
