@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -113,7 +114,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	r.startWorkers()
 	r.writeOutputs() // until the last segment's workers have ended
 	r.finalCheckpoint()
-	return st.summary(p), r.closeAll(context.Cause(r.hard))
+	// Closing the sinks waits for their deliveries, whose failure fails
+	// the run: the cause is read after it.
+	err := r.closeAll(nil)
+	if cause := context.Cause(r.hard); cause != nil {
+		err = errors.Join(cause, err)
+	}
+	return st.summary(p), err
 }
 
 // closeOutputs closes the sinks, the dead-letter output and the sources
