@@ -74,6 +74,16 @@ func AppendStateListIndex(dst []byte, i uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, i)
 }
 
+// ParseStateListIndex returns the index a list element's suffix (written
+// by AppendStateListIndex) holds; ok is false for a suffix that is not
+// StateListIndexSize bytes, such as the empty suffix of a list's length.
+func ParseStateListIndex(suffix []byte) (i uint64, ok bool) {
+	if len(suffix) != StateListIndexSize {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(suffix), true
+}
+
 // ParseStateKey splits a slot key written by AppendStateKey into its kind,
 // name and suffix (the map entry key, or a list element's index suffix;
 // empty for a value state and for a list's length). name and suffix alias

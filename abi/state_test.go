@@ -42,8 +42,11 @@ func TestAppendStateKey(t *testing.T) {
 	if bytes.Equal(AppendStateKey(nil, MapStateKind, "ab", []byte("c")), AppendStateKey(nil, MapStateKind, "a", []byte("bc"))) {
 		t.Error("map state keys collide")
 	}
-	if len(AppendStateListIndex(nil, 1)) != StateListIndexSize {
-		t.Errorf("a list index is not %d bytes", StateListIndexSize)
+	if i, ok := ParseStateListIndex(AppendStateListIndex(nil, 1<<40+3)); !ok || i != 1<<40+3 {
+		t.Errorf("ParseStateListIndex(AppendStateListIndex(2^40+3)) = %d, %v", i, ok)
+	}
+	if _, ok := ParseStateListIndex(nil); ok {
+		t.Error("ParseStateListIndex of a list's length suffix is ok")
 	}
 }
 

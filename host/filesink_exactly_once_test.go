@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // TestExactlyOnceFilesFromKafkaWithoutState runs exactly-once pipelines
@@ -56,7 +57,7 @@ func TestExactlyOnceFilesFromKafkaWithoutState(t *testing.T) {
 // reading it to sink, with a dead-letter file, without keyed state.
 func fileSinkStatelessPipeline(t *testing.T, sink string) string {
 	t.Helper()
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "in:1"})
+	b, err := broker.Start(broker.Options{Topics: "in:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

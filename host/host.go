@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync/atomic"
 
+	"github.com/weir-stream/weir/host/broker"
 	"github.com/weir-stream/weir/host/internal/assembly"
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/operator"
@@ -18,7 +19,7 @@ import (
 
 // ErrConfig is wrapped by every error about the pipeline file itself. The
 // pipeline did not start; fix the file and run again.
-var ErrConfig = errors.New("invalid pipeline")
+var ErrConfig = config.ErrInvalid
 
 // ErrPlugin is wrapped by every error building, compiling, validating or
 // initialising a plugin. The pipeline did not start.
@@ -39,7 +40,7 @@ type Options struct {
 	// Broker, when set, is the embedded Kafka broker for a pipeline that
 	// names no brokers, shared with other pipelines; without it such a
 	// pipeline starts its own for the length of the run.
-	Broker *Broker
+	Broker *broker.Broker
 	// WatchPlugins makes Run reload a plugin operator's plugin when its
 	// .wasm file or Go source folder changes (see ReloadPlugins).
 	WatchPlugins bool
@@ -115,7 +116,7 @@ func (o Options) withDefaults() Options {
 // operatorEnv is what operator i is loaded with.
 func (p *Pipeline) operatorEnv(i int) operator.Env {
 	return operator.Env{Pipeline: p.cfg.Name, Index: i, Store: p.opts.Store, Logger: p.opts.Logger,
-		ProcessingTime: p.processingTime(), Parallelism: max(p.cfg.Engine.Parallelism, 1),
+		ProcessingTime: assembly.ProcessingTime(p.cfg), Parallelism: max(p.cfg.Engine.Parallelism, 1),
 		Plugins: p.plugins, Metrics: p.metrics, Counts: func() (any, int64, int64) { return p.stepCounts(i) }}
 }
 

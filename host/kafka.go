@@ -2,102 +2,37 @@ package host
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"strings"
-	"time"
+	"errors"
 
+	"github.com/weir-stream/weir/host/internal/assembly"
 	"github.com/weir-stream/weir/host/internal/kafka"
 )
 
-// KafkaClient says how the console tools reach a cluster.
-type KafkaClient struct {
-	Brokers  []string // host:port seed brokers
-	ClientID string   // default "weir"
-	// SASLMechanism is "", PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
-	SASLMechanism, SASLUser, SASLPassword string
-	TLS                                   bool
-	TLSCAFile                             string
-}
-
-func (c KafkaClient) config() kafka.ClientConfig {
-	return kafka.ClientConfig{
-		Brokers:  c.Brokers,
-		ClientID: c.ClientID,
-		SASL:     kafka.SASLConfig{Mechanism: c.SASLMechanism, User: c.SASLUser, Password: c.SASLPassword},
-		TLS:      kafka.TLSConfig{Enabled: c.TLS, CAFile: c.TLSCAFile},
+// CheckKafka checks, for a pipeline that names brokers, that every topic
+// it writes (its Kafka sinks' and dead-letter output's) exists there, or
+// that the brokers create topics on first use. It creates nothing. A run
+// checks the same before it reads a record; weir validate calls it after
+// Load.
+func (p *Pipeline) CheckKafka(ctx context.Context) error {
+	err := assembly.CheckKafka(ctx, p.cfg, p.opts.Logger)
+	if ce := (*assembly.ConfigError)(nil); errors.As(err, &ce) {
+		return &loadError{kind: ErrConfig, err: ce.Err}
 	}
+	return err
 }
 
-// BrokerOptions configure RunBroker.
-type BrokerOptions struct {
-	Listen  string // host:port; empty for 127.0.0.1 on a free port
-	Topics  string // "name:partitions,…", created at start
-	DataDir string // persist topics here; empty keeps them in memory
-	// AutoCreateTopics creates a topic, with one partition, when a client
-	// first asks for it allowing creation (producers do), as Kafka's
-	// auto.create.topics.enable.
-	AutoCreateTopics bool
-	Logger           *slog.Logger
-	// Ready, if set, is called with the broker's addresses once it listens.
-	Ready func(addrs []string)
-}
-
-// RunBroker runs an in-process Kafka broker (kfake, speaking the real wire
-// protocol) until ctx is done.
-func RunBroker(ctx context.Context, opts BrokerOptions) error {
-	b, err := StartBroker(opts)
-	if err != nil {
-		return err
+// consumerLag sums the Kafka sources' consumer lag, or is nil while it is
+// unknown: a source holds no partition (it has not joined its group yet,
+// or members of an earlier run still hold them), when 0 would read as
+// caught up.
+func consumerLag(sources []*kafka.Source) *int64 {
+	var sum int64
+	for _, s := range sources {
+		n, known := s.LagKnown()
+		if !known {
+			return nil
+		}
+		sum += n
 	}
-	defer b.Close()
-	if opts.Ready != nil {
-		opts.Ready(b.Addrs())
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// ProduceOptions configure Produce.
-type ProduceOptions struct {
-	Client   KafkaClient
-	Topic    string
-	KeyField string // dotted JSON path whose value becomes the key; empty for none
-	Logger   *slog.Logger
-}
-
-// Produce writes the JSON lines read from r (named label in errors) to a
-// topic and returns how many it wrote. It returns once every record is
-// acknowledged.
-func Produce(ctx context.Context, opts ProduceOptions, r io.Reader, label string) (int64, error) {
-	var key []string
-	if opts.KeyField != "" {
-		key = strings.Split(opts.KeyField, ".")
-	}
-	return kafka.Produce(ctx, kafka.ProduceConfig{Client: opts.Client.config(), Topic: opts.Topic, KeyField: key, Logger: opts.Logger}, r, label)
-}
-
-// ConsumeOptions configure Consume.
-type ConsumeOptions struct {
-	Client        KafkaClient
-	Topic         string
-	FromBeginning bool
-	Max           int64         // stop after this many records; 0 for no limit
-	Timeout       time.Duration // stop after this long without a record; 0 for never
-	Group         string        // consume in this group and commit; empty for none
-	Meta          bool          // print partition, offset, timestamp and key around each value
-	// ReadUncommitted also prints records of open and aborted transactions;
-	// by default only committed records are printed (read_committed).
-	ReadUncommitted bool
-	Logger          *slog.Logger
-}
-
-// Consume prints a topic's records to w as JSON lines and returns how many
-// it printed.
-func Consume(ctx context.Context, opts ConsumeOptions, w io.Writer) (int64, error) {
-	return kafka.Consume(ctx, kafka.ConsumeConfig{
-		Client: opts.Client.config(), Topic: opts.Topic, FromBeginning: opts.FromBeginning,
-		Max: opts.Max, Timeout: opts.Timeout, Group: opts.Group, Meta: opts.Meta, Logger: opts.Logger,
-		ReadUncommitted: opts.ReadUncommitted,
-	}, w)
+	return &sum
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // BenchmarkKafkaMap compares Kafka → identity Wasm map (Go guest) → Kafka
@@ -24,12 +25,12 @@ import (
 //
 //	go test -run='^$' -bench=KafkaMap -benchtime=200000x ./host/
 func BenchmarkKafkaMap(b *testing.B) {
-	broker, err := host.StartBroker(host.BrokerOptions{})
+	kb, err := broker.Start(broker.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer broker.Close()
-	brokers := broker.Addrs()
+	defer kb.Close()
+	brokers := kb.Addrs()
 	run := 0
 	// prepare fills a fresh input topic with n records and returns the
 	// topic names for one measured run.

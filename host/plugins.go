@@ -12,12 +12,9 @@ import (
 // The plugin operators' reload, shadow and status types, defined where
 // the plugin operator lives.
 type (
-	PluginStatus     = pluginop.PluginStatus
-	ProbationReport  = pluginop.ProbationReport
-	ReloadOutcome    = pluginop.ReloadOutcome
-	ReloadResult     = pluginop.ReloadResult
-	ShadowStatus     = pluginop.ShadowStatus
-	DivergenceSample = pluginop.DivergenceSample
+	PluginStatus  = pluginop.PluginStatus
+	ReloadOutcome = pluginop.ReloadOutcome
+	ReloadResult  = pluginop.ReloadResult
 )
 
 // Reload outcomes; see pluginop.ReloadOutcome.

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // goPluginModule builds a Go plugin whose main.go is mainGo, in a module of
@@ -31,7 +33,7 @@ func goPluginModule(t *testing.T, mainGo string) []byte {
 	if out, err := tidy.CombinedOutput(); err != nil {
 		t.Fatalf("go mod tidy: %v\n%s", err, out)
 	}
-	path, _, err := host.BuildPlugin(context.Background(), dir, "")
+	path, _, err := plugintool.Build(context.Background(), dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func (r *probationRig) counts() (in, dead int64) {
 func (r *probationRig) feed(n int) {
 	r.t.Helper()
 	r.send(n)
-	pollUntil(r.t, 20*time.Second, fmt.Sprintf("%d records through the operator", r.sent), func() bool {
+	weirtest.PollUntil(r.t, 20*time.Second, fmt.Sprintf("%d records through the operator", r.sent), func() bool {
 		in, _ := r.counts()
 		return in == int64(r.sent)
 	})
@@ -189,7 +191,7 @@ func (r *probationRig) reload(module []byte) host.ReloadResult {
 	}()
 	var a answer
 	live := false // records are sent once the new version is live, so the previous version's share stays what it was
-	pollUntil(r.t, time.Minute, "the end of the new version's probation", func() bool {
+	weirtest.PollUntil(r.t, time.Minute, "the end of the new version's probation", func() bool {
 		select {
 		case a = <-ch:
 			return true
@@ -263,7 +265,7 @@ func TestProbationJudgesOutcomes(t *testing.T) {
 				}
 			}
 			if tc.deadReason != "" {
-				pollUntil(t, 20*time.Second, "a dead letter saying "+tc.deadReason, func() bool {
+				weirtest.PollUntil(t, 20*time.Second, "a dead letter saying "+tc.deadReason, func() bool {
 					b, _ := os.ReadFile(r.dead)
 					return strings.Contains(string(b), tc.deadReason)
 				})

@@ -12,13 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // TestProcessingTimeWindowOnOldKafkaRecords: on processing time (no
 // event_time), a window assigns records by when it processes them, so a
 // backlog written to Kafka long ago is counted, not dropped as late.
 func TestProcessingTimeWindowOnOldKafkaRecords(t *testing.T) {
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "old:2"})
+	b, err := broker.Start(broker.Options{Topics: "old:2"})
 	if err != nil {
 		t.Fatal(err)
 	}

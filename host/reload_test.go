@@ -16,7 +16,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // syncBuffer is a bytes.Buffer safe for a sink writing while the test reads.
@@ -39,18 +42,6 @@ func (s *syncBuffer) lines() []string {
 		return nil
 	}
 	return strings.Split(t, "\n")
-}
-
-// pollUntil waits for cond, failing the test after timeout.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // reloadRig runs a pipeline whose stateful counter plugin is the file at
@@ -137,7 +128,7 @@ func (r *reloadRig) feed(n int) []string {
 		r.t.Fatal(err)
 	}
 	r.sent += n
-	pollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", r.sent), func() bool { return len(r.out.lines()) >= r.sent })
+	weirtest.PollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", r.sent), func() bool { return len(r.out.lines()) >= r.sent })
 	lines := r.out.lines()
 	return lines[len(lines)-n:]
 }
@@ -173,7 +164,7 @@ func (r *reloadRig) checkCounts() {
 
 func buildModule(t *testing.T, dir string) []byte {
 	t.Helper()
-	path, _, err := host.BuildPlugin(context.Background(), filepath.Join(repoRoot(t), dir), "")
+	path, _, err := plugintool.Build(context.Background(), filepath.Join(repoRoot(t), dir), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +250,7 @@ func TestHotReloadBrokenVersions(t *testing.T) {
 		// output until probation rolls it back; feed until the good
 		// version answers again.
 		sentBefore := r.sent
-		pollUntil(t, 30*time.Second, "the rollback", func() bool {
+		weirtest.PollUntil(t, 30*time.Second, "the rollback", func() bool {
 			var b strings.Builder
 			for i := range 8 {
 				fmt.Fprintf(&b, "{\"k\":\"t%d\",\"i\":%d}\n", i%5, r.sent+i)
@@ -278,7 +269,7 @@ func TestHotReloadBrokenVersions(t *testing.T) {
 			fmt.Fprintf(&b, "{\"k\":\"z%d\"}\n", i%2)
 		}
 		io.WriteString(r.in, b.String())
-		pollUntil(t, 20*time.Second, "version 1's results", func() bool {
+		weirtest.PollUntil(t, 20*time.Second, "version 1's results", func() bool {
 			n := 0
 			for _, l := range r.out.lines() {
 				if strings.HasPrefix(l, `{"key":"z`) {
@@ -310,7 +301,7 @@ func TestHotReloadOnFileChange(t *testing.T) {
 	if err := os.Rename(tmp, r.plugin); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, 20*time.Second, "the reload", func() bool { return r.p.Plugins()[0].Version == 2 })
+	weirtest.PollUntil(t, 20*time.Second, "the reload", func() bool { return r.p.Plugins()[0].Version == 2 })
 	for _, l := range r.feed(10) {
 		if !strings.Contains(l, `"version":2`) {
 			t.Fatalf("output %s is not version 2's", l)
@@ -324,7 +315,7 @@ func TestHotReloadOnFileChange(t *testing.T) {
 // carry over every swap, and each burst after a swap shows its version.
 func TestHotReloadKafka(t *testing.T) {
 	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "in:3,out:3"})
+	b, err := broker.Start(broker.Options{Topics: "in:3,out:3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +375,7 @@ sinks: [{name: out, type: kafka, topic: out, key_field: key}]
 		for i := range keys * perKey {
 			fmt.Fprintf(&in, "{\"k\":\"k%d\"}\n", i%keys)
 		}
-		if _, err := host.Produce(ctx, host.ProduceOptions{Client: host.KafkaClient{Brokers: b.Addrs()}, Topic: "in", KeyField: "k"},
+		if _, err := broker.Produce(ctx, broker.ProduceOptions{Client: broker.Client{Brokers: b.Addrs()}, Topic: "in", KeyField: "k"},
 			strings.NewReader(in.String()), "test"); err != nil {
 			t.Fatal(err)
 		}
@@ -479,7 +470,7 @@ func TestWatchFollowsPromotion(t *testing.T) {
 	if err := os.Rename(tmp, candidate); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, 20*time.Second, "the reload of the promoted file", func() bool { return r.p.Plugins()[0].Version == 3 })
+	weirtest.PollUntil(t, 20*time.Second, "the reload of the promoted file", func() bool { return r.p.Plugins()[0].Version == 3 })
 	for _, l := range r.feed(10) {
 		if strings.Contains(l, "version") {
 			t.Fatalf("output %s is not the reloaded first version's", l)
@@ -552,7 +543,7 @@ sinks: [{name: out, type: stdout}]
 // refused until a restart.
 func TestStatefulReloadIntoStatelessKafkaRun(t *testing.T) {
 	counter, identity := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "plugins/identity")
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "in:2"})
+	b, err := broker.Start(broker.Options{Topics: "in:2"})
 	if err != nil {
 		t.Fatal(err)
 	}

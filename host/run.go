@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
 	"time"
 
-	"github.com/weir-stream/weir/host/internal/config"
-	"github.com/weir-stream/weir/host/internal/dbio"
-	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/assembly"
 	"github.com/weir-stream/weir/host/internal/kafka"
-	"github.com/weir-stream/weir/host/internal/nexmark"
-	"github.com/weir-stream/weir/host/internal/operator"
 	"github.com/weir-stream/weir/host/internal/pluginop"
 	"github.com/weir-stream/weir/state"
 )
@@ -129,7 +124,16 @@ func (s Summary) untouched() bool {
 
 // runOnce builds the pipeline and runs it once.
 func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
-	ep, stop, err := p.build(ctx)
+	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger,
+		Stdin: p.opts.Stdin, Stdout: p.opts.Stdout, Stderr: p.opts.Stderr,
+		OnStandby: func() { p.runState.Store(StateStandby) }}
+	if p.opts.Broker != nil {
+		deps.Broker = p.opts.Broker
+	}
+	run, err := assembly.Build(ctx, deps)
+	if ce := (*assembly.ConfigError)(nil); errors.As(err, &ce) {
+		err = &loadError{kind: ErrConfig, err: ce.Err}
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Stopped while waiting as a standby: nothing ran.
@@ -139,14 +143,10 @@ func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 		p.runState.Store(StateFailed)
 		return Summary{}, err
 	}
-	defer stop()
+	defer run.Close()
+	ep := run.Engine
 	ep.Observer = p.metrics
-	ri := &runInfo{ep: ep}
-	for _, s := range ep.Sources {
-		if ks, ok := s.(*kafka.Source); ok {
-			ri.sources = append(ri.sources, ks)
-		}
-	}
+	ri := &runInfo{ep: ep, sources: run.KafkaSources}
 	p.run.Store(ri)
 	p.runState.Store(StateRunning)
 	defer func() {
@@ -163,223 +163,4 @@ func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 	}
 	es, err := ep.Run(ctx)
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
-}
-
-// firstSegmentKeyed reports whether the operators before the first key_by
-// include one with keyed state now (a window, a rolling operator, a join,
-// a plugin whose live version uses state), so that the engine routes their
-// records by key (engine.Step.KeyedState).
-func (p *Pipeline) firstSegmentKeyed() bool {
-	for i, o := range p.ops {
-		if p.cfg.Operators[i].Type == config.OperatorKeyBy {
-			return false
-		}
-		if o.KeyedState() {
-			return true
-		}
-	}
-	return false
-}
-
-// runFor is what operator i's Step is told for a run.
-func (p *Pipeline) runFor(i int, cc kafka.ClientConfig, kafkaRun, keyedFirst, keyed bool, deferred *[]func()) operator.Run {
-	firstSegment := true
-	for _, op := range p.cfg.Operators[:i] {
-		firstSegment = firstSegment && op.Type != config.OperatorKeyBy
-	}
-	return operator.Run{Kafka: cc,
-		Unkeyed:   p.cfg.Engine.Parallelism > 1 && firstSegment && !keyedFirst,
-		ScaledOut: kafkaRun && !keyed,
-		Defer:     func(f func()) { *deferred = append(*deferred, f) }}
-}
-
-// build turns the validated config into an engine pipeline, creating one
-// worker per plugin operator.
-func (p *Pipeline) build(ctx context.Context) (_ *engine.Pipeline, _ func(), err error) {
-	cfg := p.cfg
-	ep := &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth,
-		Parallelism: cfg.Engine.Parallelism, EventTime: p.eventTimes()}
-	// stop is a local, not the named result, so that the error returns
-	// below (which set the results to nil) leave it for the cleanup.
-	stop := func() {}
-	var cc kafka.ClientConfig
-	if cfg.UsesKafka() {
-		kc, kstop, err := p.kafkaClient(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		cc, stop = kc, kstop
-	}
-	if err := p.awaitSoleMember(ctx, cc); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	defer func() {
-		if err != nil {
-			for _, s := range ep.Sinks {
-				s.Close()
-			}
-			if ep.DeadLetter != nil {
-				ep.DeadLetter.Close()
-			}
-			for _, s := range ep.Sources {
-				if c, ok := s.(io.Closer); ok {
-					c.Close()
-				}
-			}
-			stop()
-		}
-	}()
-	var txn *kafka.Txn
-	kafkaRun := false
-	for i := range cfg.Sources {
-		s := &cfg.Sources[i]
-		if s.Type == config.SourceKafka {
-			src, err := p.kafkaSource(s, cc)
-			if err != nil {
-				return nil, nil, err
-			}
-			ep.Sources = append(ep.Sources, src)
-			kafkaRun = true
-			if t := src.Txn(); t != nil {
-				txn = t
-			}
-			continue
-		}
-		ep.Sources = append(ep.Sources, p.source(s))
-	}
-	su := p.checkpointSetup(cc)
-	su.Txn, su.KafkaRun, su.SyncOutputs = txn, kafkaRun, ep.SyncOutputs
-	ck, closeChangelog, err := su.Run(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	ep.Checkpointing = ck
-	stopKafka := stop
-	stop = func() { closeChangelog(); stopKafka() }
-	var runDone []func()
-	stopCheckpoints := stop
-	stop = func() {
-		for _, f := range runDone {
-			f()
-		}
-		stopCheckpoints()
-	}
-	keyedFirst, keyed := p.firstSegmentKeyed(), p.keyedState()
-	for i, o := range p.ops {
-		st, err := o.Step(ctx, p.runFor(i, cc, kafkaRun, keyedFirst, keyed, &runDone))
-		if err != nil {
-			return nil, nil, err
-		}
-		ep.Steps = append(ep.Steps, st)
-	}
-	for i := range cfg.Sinks {
-		s := &cfg.Sinks[i]
-		format := engine.SinkJSON
-		if s.Format == config.SinkFormatRaw {
-			format = engine.SinkRaw
-		}
-		switch s.Type {
-		case config.SinkStdout:
-			ep.Sinks = append(ep.Sinks, engine.NewWriterSink(s.Name, "standard output", p.opts.Stdout, format, false))
-		case config.SinkFile:
-			fs, err := engine.NewFileSink(s.Name, s.Path, format)
-			if err != nil {
-				return nil, nil, err
-			}
-			ep.Sinks = append(ep.Sinks, fs)
-		case config.SinkDiscard:
-			ep.Sinks = append(ep.Sinks, engine.NewDiscardSink(s.Name))
-		case config.SinkKafka:
-			ks, err := kafkaSink(s, cc, p.opts.Logger, txn)
-			if err != nil {
-				return nil, nil, err
-			}
-			ep.Sinks = append(ep.Sinks, ks)
-		case config.SinkDatabase:
-			ds, err := dbio.NewSinkFrom(ctx, s)
-			if err != nil {
-				return nil, nil, err
-			}
-			ep.Sinks = append(ep.Sinks, ds)
-		}
-	}
-	switch dl := &cfg.DeadLetter; dl.Type {
-	case config.DeadLetterFile:
-		f, err := engine.NewDeadLetterFile(dl.Path)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: dead_letter.path: %w", dl.At("path"), err)
-		}
-		ep.DeadLetter = f
-	case config.DeadLetterKafka:
-		ks, err := kafka.NewDeadLetterSink(kafka.DeadLetterConfig{Client: cc, Topic: dl.Topic, Logger: p.opts.Logger, Txn: txn})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: dead_letter: %w", dl.Pos, err)
-		}
-		ep.DeadLetter = ks
-	default:
-		ep.DeadLetter = engine.NewDeadLetterWriter("standard error", p.opts.Stderr, false)
-	}
-	return ep, stop, nil
-}
-
-func (p *Pipeline) source(s *config.Source) engine.Source {
-	switch s.Type {
-	case config.SourceStdin:
-		return engine.NewReaderSource(s.Name, "standard input", p.opts.Stdin, sourceFormat(s.Format))
-	case config.SourceGenerator:
-		gc := engine.GeneratorConfig{Count: s.Count, Rate: s.Rate, Seed: uint64(s.Seed), Key: s.Key, Linger: p.cfg.Engine.BatchLinger}
-		for _, f := range s.Fields {
-			gf := engine.GenField{Name: f.Name, Kind: genKind(f.Kind), Start: f.Start, Min: f.Min, Max: f.Max,
-				MinInt: f.MinInt, MaxInt: f.MaxInt, Decimals: f.Decimals, Length: f.Length, Values: f.Values, Value: f.Value}
-			if f.End != nil {
-				gf.End, gf.Bounded = *f.End, true
-			}
-			gc.Fields = append(gc.Fields, gf)
-		}
-		return engine.NewGenerator(s.Name, gc)
-	case config.SourceNexmark:
-		nc := nexmark.SourceConfig{Count: s.Count, Rate: s.Rate, Linger: p.cfg.Engine.BatchLinger, WallClock: s.EventTime == nil,
-			Config: nexmark.Config{FirstEventRate: s.Nexmark.FirstEventRate, BaseTime: s.Nexmark.BaseTime, Seed: s.Seed}}
-		for _, k := range s.Nexmark.Kinds {
-			nc.Kinds |= map[string]nexmark.Kind{config.NexmarkPerson: nexmark.KindPerson, config.NexmarkAuction: nexmark.KindAuction, config.NexmarkBid: nexmark.KindBid}[k]
-		}
-		return nexmark.NewSource(s.Name, nc)
-	default:
-		return engine.NewFileSource(s.Name, s.Path, sourceFormat(s.Format))
-	}
-}
-
-func sourceFormat(f config.SourceFormat) engine.Format {
-	switch f {
-	case config.FormatJSONL:
-		return engine.FormatJSONLines
-	case config.FormatJSONArray:
-		return engine.FormatJSONArray
-	case config.FormatLines:
-		return engine.FormatLines
-	}
-	return engine.FormatAuto
-}
-
-func genKind(k config.GenKind) engine.GenKind {
-	switch k {
-	case config.GenSequence:
-		return engine.GenSequence
-	case config.GenRandomInt:
-		return engine.GenRandomInt
-	case config.GenRandomFloat:
-		return engine.GenRandomFloat
-	case config.GenRandomChoice:
-		return engine.GenRandomChoice
-	case config.GenRandomString:
-		return engine.GenRandomString
-	case config.GenRandomBool:
-		return engine.GenRandomBool
-	case config.GenConstant:
-		return engine.GenConstant
-	case config.GenTimestamp:
-		return engine.GenTimestamp
-	}
-	return 0
 }

@@ -13,12 +13,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // produceTable writes records to topic on b, keyed; a nil value is a
 // tombstone. Records go to partitions by key, as a table topic's do.
-func produceTable(t *testing.T, b *host.Broker, topic string, kvs ...[2]*string) {
+func produceTable(t *testing.T, b *broker.Broker, topic string, kvs ...[2]*string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic(topic))
 	if err != nil {
@@ -73,7 +75,7 @@ func deadLetters(t *testing.T, path string) []map[string]any {
 // a Kafka topic of customers on the embedded broker, and checks the output
 // and the dead letters of each kind of join.
 func TestTableJoin(t *testing.T) {
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "customers:3"})
+	b, err := broker.Start(broker.Options{Topics: "customers:3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +199,7 @@ dead_letter: {type: file, path: %s}
 // TestTableJoinFollowsUpdates: records processed after the table's topic
 // changes see the change, while the pipeline runs.
 func TestTableJoinFollowsUpdates(t *testing.T) {
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "prices:2"})
+	b, err := broker.Start(broker.Options{Topics: "prices:2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ sinks: [{name: out, type: stdout}]
 	}
 	send(`{"item":"apple"}`)
 	send(`{"item":"pear"}`)
-	pollUntil(t, 20*time.Second, "two priced records", func() bool { return len(out.lines()) == 2 })
+	weirtest.PollUntil(t, 20*time.Second, "two priced records", func() bool { return len(out.lines()) == 2 })
 	produceTable(t, b, "prices", kv("pear", `0.8`), kv("apple", nil))
 	// The table follows the topic in the background: send until a record
 	// sees the new prices.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -224,7 +223,7 @@ dead_letter: {type: file, path: dead.jsonl}
 		t.Fatalf("reload of a version that panics on every record: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
 	if _, body := a.get("/metrics"); !strings.Contains(body, `version="2"`) ||
-		metricValue(body, "weir_plugin_reloads_total", `outcome="rolled_back"`) != 1 {
+		weirtest.MetricValue(body, "weir_plugin_reloads_total", `outcome="rolled_back"`) != 1 {
 		t.Fatalf("metrics after the rollback do not show version 2 and the rollback:\n%s", body)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl")); !strings.Contains(string(b), "assignment to entry in nil map") {
@@ -294,8 +293,8 @@ sinks: [{name: out, type: discard}]
 	var body string
 	weirtest.PollUntil(t, 30*time.Second, "both pipelines' counts", func() bool {
 		_, body = a.get("/metrics")
-		return metricValue(body, "weir_records_in_total", `pipeline="typed"`, `stage="sink"`) == 30 &&
-			metricValue(body, "weir_records_in_total", `pipeline="generated"`, `stage="sink"`) == 70
+		return weirtest.MetricValue(body, "weir_records_in_total", `pipeline="typed"`, `stage="sink"`) == 30 &&
+			weirtest.MetricValue(body, "weir_records_in_total", `pipeline="generated"`, `stage="sink"`) == 70
 	})
 	for _, pipe := range []struct {
 		name string
@@ -310,12 +309,12 @@ sinks: [{name: out, type: discard}]
 			{"weir_records_in_total", []string{`stage="operator"`, `name="count"`}, pipe.n},
 			{"weir_plugin_info", []string{`operator="count"`, `version="1"`}, 1},
 		} {
-			if got := metricValue(body, m.metric, append(m.labels, `pipeline="`+pipe.name+`"`)...); got != m.want {
+			if got := weirtest.MetricValue(body, m.metric, append(m.labels, `pipeline="`+pipe.name+`"`)...); got != m.want {
 				t.Errorf("%s %s%v = %v, want %v", pipe.name, m.metric, m.labels, got, m.want)
 			}
 		}
 		for _, h := range []string{"weir_batch_latency_seconds_count", "weir_udf_call_seconds_count"} {
-			if got := metricValue(body, h, `pipeline="`+pipe.name+`"`); got < 1 {
+			if got := weirtest.MetricValue(body, h, `pipeline="`+pipe.name+`"`); got < 1 {
 				t.Errorf("%s: histogram %s has no observations", pipe.name, h)
 			}
 		}
@@ -330,8 +329,8 @@ sinks: [{name: out, type: discard}]
 	if res.Code != 0 || res.Stdout != "typed/count: swapped to version 2 (from 1), on probation: 0 of 10 batches so far, 0 of 0 records failed\n" {
 		t.Fatalf("reload with --wait 0: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
-	if _, body := a.get("/metrics"); metricValue(body, "weir_plugin_info", `pipeline="typed"`, `version="2"`) != 1 ||
-		metricValue(body, "weir_plugin_info", `pipeline="generated"`, `version="1"`) != 1 {
+	if _, body := a.get("/metrics"); weirtest.MetricValue(body, "weir_plugin_info", `pipeline="typed"`, `version="2"`) != 1 ||
+		weirtest.MetricValue(body, "weir_plugin_info", `pipeline="generated"`, `version="1"`) != 1 {
 		t.Fatalf("after reloading the typed pipeline:\n%s", body)
 	}
 	var plugins map[string][]host.PluginStatus
@@ -344,27 +343,6 @@ sinks: [{name: out, type: discard}]
 	}
 	a.stdin.Close()
 	a.stop()
-}
-
-// metricValue returns the value of the sample of metric whose labels
-// include every one of labels, or -1.
-func metricValue(body, metric string, labels ...string) float64 {
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, metric+"{") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		if !ok {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			return v
-		}
-	}
-	return -1
 }
 
 // TestAdminRefusesOpenBind: beyond loopback, --admin needs a token.

@@ -22,6 +22,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/admin"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // benchOpts are the flags of weir bench.
@@ -88,12 +90,12 @@ func runBench(cmd *cobra.Command, g *globalFlags, o benchOpts) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	var broker *host.Broker
+	var shared *broker.Broker
 	if o.kafka {
-		if broker, err = host.StartBroker(host.BrokerOptions{}); err != nil {
+		if shared, err = broker.Start(broker.Options{}); err != nil {
 			return err
 		}
-		defer broker.Close()
+		defer shared.Close()
 		fill := fmt.Sprintf(`name: bench-fill
 sources:
   - {name: bids, type: nexmark, count: %d, first_event_rate: %v, kinds: [bid]}
@@ -101,7 +103,7 @@ sinks:
   - {name: topic, type: kafka, topic: nexmark.bids, linger: 5ms, compression: lz4}
 `, o.events, o.firstEventRate)
 		fmt.Fprintf(out, "filling topic nexmark.bids with the bids of %d events…\n", o.events)
-		if _, err := benchRun(ctx, cmd, g, filepath.Join(tmp, "fill.yaml"), fill, broker, ""); err != nil {
+		if _, err := benchRun(ctx, cmd, g, filepath.Join(tmp, "fill.yaml"), fill, shared, ""); err != nil {
 			return fmt.Errorf("filling the topic: %w", err)
 		}
 	}
@@ -132,9 +134,9 @@ sinks:
 			if err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
-			var b *host.Broker
+			var b *broker.Broker
 			if p.kafka {
-				b = broker
+				b = shared
 			}
 			prof := ""
 			if o.cpuProfile != "" {
@@ -209,22 +211,22 @@ func benchPipeline(doc []byte, dir, q string, o benchOpts, kafka bool, dlq strin
 
 // benchRun writes the pipeline text to path, loads it, and runs it,
 // measuring the run.
-func benchRun(ctx context.Context, cmd *cobra.Command, g *globalFlags, path, text string, broker *host.Broker, profile string) (benchResult, error) {
+func benchRun(ctx context.Context, cmd *cobra.Command, g *globalFlags, path, text string, shared *broker.Broker, profile string) (benchResult, error) {
 	var r benchResult
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		return r, err
 	}
-	p, _, err := g.loadWith(ctx, cmd, path, host.Options{Broker: broker})
+	p, _, err := g.loadWith(ctx, cmd, path, host.Options{Broker: shared})
 	if err != nil {
 		return r, err
 	}
 	defer p.Close(ctx)
-	admin, err := host.StartAdmin(host.AdminOptions{Listen: "127.0.0.1:0"})
+	srv, err := admin.Start(admin.Options{Listen: "127.0.0.1:0"})
 	if err != nil {
 		return r, err
 	}
-	defer admin.Close()
-	if err := admin.Register(p); err != nil {
+	defer srv.Close()
+	if err := srv.Register(p); err != nil {
 		return r, err
 	}
 	runtime.GC()
@@ -258,7 +260,7 @@ func benchRun(ctx context.Context, cmd *cobra.Command, g *globalFlags, path, tex
 		}
 	}
 	r.rssKB = peakRSS()
-	r.p99, err = batchLatencyP99("http://" + admin.Addr() + "/metrics")
+	r.p99, err = batchLatencyP99("http://" + srv.Addr() + "/metrics")
 	return r, err
 }
 

@@ -18,6 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/admin"
+	"github.com/weir-stream/weir/host/broker"
+	"github.com/weir-stream/weir/host/plugintool"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -67,8 +70,8 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string, broker *host.Broker) (*host.Pipeline, *slog.Logger, error) {
-	return g.loadWith(ctx, cmd, path, host.Options{Broker: broker})
+func (g *globalFlags) load(ctx context.Context, cmd *cobra.Command, path string, shared *broker.Broker) (*host.Pipeline, *slog.Logger, error) {
+	return g.loadWith(ctx, cmd, path, host.Options{Broker: shared})
 }
 
 // loadWith loads a pipeline with opts, filling in the streams, logger and
@@ -126,21 +129,21 @@ end of its topic (stop_at: latest).`,
 			ctx, stop := drainOnSignal(cmd.Context())
 			defer stop()
 			loadCtx := context.WithoutCancel(ctx)
-			var broker *host.Broker
+			var shared *broker.Broker
 			if len(args) > 1 {
 				log, err := g.logger(cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				if broker, err = host.StartBroker(host.BrokerOptions{Logger: log}); err != nil {
+				if shared, err = broker.Start(broker.Options{Logger: log}); err != nil {
 					return err
 				}
-				defer broker.Close()
+				defer shared.Close()
 			}
 			var pipes []*host.Pipeline
 			var log *slog.Logger
 			for _, path := range args {
-				p, l, err := g.loadWith(loadCtx, cmd, path, host.Options{Broker: broker, WatchPlugins: watch})
+				p, l, err := g.loadWith(loadCtx, cmd, path, host.Options{Broker: shared, WatchPlugins: watch})
 				if err != nil {
 					return err
 				}
@@ -153,13 +156,13 @@ end of its topic (stop_at: latest).`,
 				if token == "" {
 					token = os.Getenv("WEIR_ADMIN_TOKEN")
 				}
-				admin, err := host.StartAdmin(host.AdminOptions{Listen: adminAddr, Token: token, Logger: log})
+				srv, err := admin.Start(admin.Options{Listen: adminAddr, Token: token, Logger: log})
 				if err != nil {
 					return err
 				}
-				defer admin.Close()
+				defer srv.Close()
 				for _, p := range pipes {
-					if err := admin.Register(p); err != nil {
+					if err := srv.Register(p); err != nil {
 						return err
 					}
 				}
@@ -306,7 +309,7 @@ toolchain's version. The path of the module is printed; with -o it is copied
 there. scripts/install-toolchains.sh installs the toolchains.`,
 		Args: exactArgs(1, "one plugin directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, _, err := host.BuildPlugin(cmd.Context(), args[0], g.cacheDir)
+			path, _, err := plugintool.Build(cmd.Context(), args[0], g.cacheDir)
 			if err != nil {
 				return err
 			}
@@ -337,7 +340,7 @@ export of every SDK's modules: the module is initialised in the sandbox with
 the config {} to ask), and otherwise those it exports.`,
 		Args: exactArgs(1, "one .wasm file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := host.InspectPlugin(args[0])
+			info, err := plugintool.Inspect(args[0])
 			if err != nil {
 				return err
 			}
@@ -355,7 +358,7 @@ the config {} to ask), and otherwise those it exports.`,
 	return cmd
 }
 
-func printInfo(w io.Writer, info host.PluginInfo) {
+func printInfo(w io.Writer, info plugintool.Info) {
 	fmt.Fprintf(w, "module:  %s\n", info.Path)
 	fmt.Fprintf(w, "size:    %d bytes\n", info.Size)
 	if info.ABIVersion > 0 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // kafkaFlags are the connection flags shared by produce and consume.
@@ -36,30 +36,30 @@ func (k *kafkaFlags) register(cmd *cobra.Command) {
 
 // setup checks the flags every Kafka tool needs and returns its logger and
 // client.
-func (k *kafkaFlags) setup(g *globalFlags, cmd *cobra.Command, topic string) (*slog.Logger, host.KafkaClient, error) {
+func (k *kafkaFlags) setup(g *globalFlags, cmd *cobra.Command, topic string) (*slog.Logger, broker.Client, error) {
 	log, err := g.logger(cmd.ErrOrStderr())
 	if err != nil {
-		return nil, host.KafkaClient{}, err
+		return nil, broker.Client{}, err
 	}
 	client, err := k.client()
 	if err != nil {
-		return nil, host.KafkaClient{}, err
+		return nil, broker.Client{}, err
 	}
 	if topic == "" {
-		return nil, host.KafkaClient{}, usageErrorf("--topic is required")
+		return nil, broker.Client{}, usageErrorf("--topic is required")
 	}
 	return log, client, nil
 }
 
-func (k *kafkaFlags) client() (host.KafkaClient, error) {
+func (k *kafkaFlags) client() (broker.Client, error) {
 	if k.brokers == "" {
-		return host.KafkaClient{}, usageErrorf("--brokers is required")
+		return broker.Client{}, usageErrorf("--brokers is required")
 	}
 	pw := k.password
 	if pw == "" {
 		pw = os.Getenv("WEIR_SASL_PASSWORD")
 	}
-	return host.KafkaClient{
+	return broker.Client{
 		Brokers: strings.Split(k.brokers, ","), ClientID: k.clientID,
 		SASLMechanism: k.sasl, SASLUser: k.user, SASLPassword: pw,
 		TLS: k.tls || k.caFile != "", TLSCAFile: k.caFile,
@@ -67,7 +67,7 @@ func (k *kafkaFlags) client() (host.KafkaClient, error) {
 }
 
 func newBrokerCmd(g *globalFlags) *cobra.Command {
-	var opts host.BrokerOptions
+	var opts broker.Options
 	cmd := &cobra.Command{
 		Use:   "broker",
 		Short: "Run a standalone in-process Kafka broker for tutorials and tests",
@@ -89,7 +89,7 @@ off with --auto-create-topics=false.`,
 			opts.Ready = func(addrs []string) {
 				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(addrs, ","))
 			}
-			return host.RunBroker(ctx, opts)
+			return broker.Run(ctx, opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Listen, "listen", "127.0.0.1:9092", "address to listen on, host:port")
@@ -102,7 +102,7 @@ off with --auto-create-topics=false.`,
 func newProduceCmd(g *globalFlags) *cobra.Command {
 	var (
 		k    kafkaFlags
-		opts host.ProduceOptions
+		opts broker.ProduceOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "produce --brokers B --topic T [--key-field F] [FILE]",
@@ -128,7 +128,7 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 				defer f.Close()
 				in, label = f, args[0]
 			}
-			n, err := host.Produce(cmd.Context(), opts, in, label)
+			n, err := broker.Produce(cmd.Context(), opts, in, label)
 			log.Info("produced", "topic", opts.Topic, "records", n)
 			return err
 		},
@@ -142,7 +142,7 @@ func newProduceCmd(g *globalFlags) *cobra.Command {
 func newConsumeCmd(g *globalFlags) *cobra.Command {
 	var (
 		k    kafkaFlags
-		opts host.ConsumeOptions
+		opts broker.ConsumeOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "consume --brokers B --topic T [--from-beginning] [--max N] [--timeout D] [--group G]",
@@ -156,7 +156,7 @@ func newConsumeCmd(g *globalFlags) *cobra.Command {
 			opts.Client, opts.Logger = client, log
 			ctx, stop := drainOnSignal(cmd.Context())
 			defer stop()
-			n, err := host.Consume(ctx, opts, cmd.OutOrStdout())
+			n, err := broker.Consume(ctx, opts, cmd.OutOrStdout())
 			log.Debug("consumed", "topic", opts.Topic, "records", n)
 			if ctx.Err() != nil && err != nil && ctx.Err() == context.Canceled {
 				return nil

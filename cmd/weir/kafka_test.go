@@ -17,14 +17,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // startBroker starts an in-process broker (kfake over loopback TCP) with
 // topics, for a test.
 func startBroker(t *testing.T, topics string) string {
 	t.Helper()
-	b, err := host.StartBroker(host.BrokerOptions{Topics: topics})
+	b, err := broker.Start(broker.Options{Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,8 +42,8 @@ func produceKeyed(t *testing.T, brokers, topic string, n, keys int) {
 		seq[i%keys]++
 		fmt.Fprintf(&b, "{\"k\":\"key-%d\",\"seq\":%d}\n", i%keys, seq[i%keys])
 	}
-	got, err := host.Produce(context.Background(), host.ProduceOptions{
-		Client: host.KafkaClient{Brokers: strings.Split(brokers, ",")}, Topic: topic, KeyField: "k",
+	got, err := broker.Produce(context.Background(), broker.ProduceOptions{
+		Client: broker.Client{Brokers: strings.Split(brokers, ",")}, Topic: topic, KeyField: "k",
 	}, strings.NewReader(b.String()), "test")
 	if err != nil || got != int64(n) {
 		t.Fatalf("produced %d of %d: %v", got, n, err)
@@ -307,8 +307,8 @@ func TestKafkaTwoProcessesShareAGroup(t *testing.T) {
 		seq[i%keys]++
 		fmt.Fprintf(&more, "{\"k\":\"key-%d\",\"seq\":%d}\n", i%keys, seq[i%keys])
 	}
-	if _, err := host.Produce(context.Background(), host.ProduceOptions{
-		Client: host.KafkaClient{Brokers: strings.Split(brokers, ",")}, Topic: "in", KeyField: "k",
+	if _, err := broker.Produce(context.Background(), broker.ProduceOptions{
+		Client: broker.Client{Brokers: strings.Split(brokers, ",")}, Topic: "in", KeyField: "k",
 	}, strings.NewReader(more.String()), "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -334,26 +334,20 @@ func waitForMembers(t *testing.T, brokers, group string, members int) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	weirtest.PollUntil(t, 60*time.Second, fmt.Sprintf("group %s to have %d members with partitions", group, members), func() bool {
 		described, err := adm.DescribeGroups(context.Background(), group)
-		if err == nil {
-			g := described[group]
-			assigned := 0
-			for _, m := range g.Members {
-				if ca, ok := m.Assigned.AsConsumer(); ok && len(ca.Topics) > 0 {
-					assigned++
-				}
-			}
-			if g.State == "Stable" && assigned == members {
-				return
+		if err != nil {
+			return false
+		}
+		g := described[group]
+		assigned := 0
+		for _, m := range g.Members {
+			if ca, ok := m.Assigned.AsConsumer(); ok && len(ca.Topics) > 0 {
+				assigned++
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %s never had %d members with partitions", group, members)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return g.State == "Stable" && assigned == members
+	})
 }
 
 // TestConsoleTools drives weir broker, weir produce and weir consume as a

@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // templates holds one folder per language: the files of a new plugin,
@@ -215,12 +215,12 @@ halves of the cases. It prints each failing case and exits 1 if any failed.`,
 			if err != nil {
 				return usageErrorf("no test cases: %v", err)
 			}
-			tf, err := host.ParsePluginTestFile(f)
+			tf, err := plugintool.ParseTestFile(f)
 			f.Close()
 			if err != nil {
 				return fmt.Errorf("%s: %w", cases, err)
 			}
-			res, err := host.TestPlugin(cmd.Context(), plugin, tf, g.cacheDir)
+			res, err := plugintool.Test(cmd.Context(), plugin, tf, g.cacheDir)
 			if err != nil {
 				return err
 			}

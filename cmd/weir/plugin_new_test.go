@@ -23,6 +23,7 @@ func TestPluginNewAndTest(t *testing.T) {
 	for _, e := range entries {
 		lang := e.Name()
 		t.Run(lang, func(t *testing.T) {
+			weirtest.NeedToolchain(t, lang)
 			dir := t.TempDir()
 			res := weirtest.Run(t, dir, "", "plugin", "new", "--lang", lang, "--weir-root", root, "shout")
 			if res.Code != 0 {

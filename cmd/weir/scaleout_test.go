@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // eosMapPipeline is mapPipeline, exactly once.
@@ -35,8 +35,8 @@ func produceRange(t *testing.T, brokers string, from, to, keys int) {
 	for i := from; i < to; i++ {
 		fmt.Fprintf(&b, "{\"k\":\"key-%d\",\"seq\":%d}\n", i%keys, i/keys+1)
 	}
-	if _, err := host.Produce(context.Background(), host.ProduceOptions{
-		Client: host.KafkaClient{Brokers: strings.Split(brokers, ",")}, Topic: "in", KeyField: "k",
+	if _, err := broker.Produce(context.Background(), broker.ProduceOptions{
+		Client: broker.Client{Brokers: strings.Split(brokers, ",")}, Topic: "in", KeyField: "k",
 	}, strings.NewReader(b.String()), "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/statetool"
 )
 
 func newStateCmd() *cobra.Command {
@@ -72,7 +73,7 @@ per operator, key or entry (values as "value" JSON or "value_hex").`,
 			if keyGiven && operator == "" {
 				return usageErrorf("--key needs --operator")
 			}
-			sv, err := host.OpenState(args[0])
+			sv, err := statetool.Open(args[0])
 			if err != nil {
 				return err
 			}
@@ -143,7 +144,7 @@ base64. The number of entries is reported on standard error.`,
 				}()
 				w = f
 			}
-			n, err := host.ExportState(cmd.Context(), args[0], w)
+			n, err := statetool.Export(cmd.Context(), args[0], w)
 			if err != nil {
 				return err
 			}
@@ -192,7 +193,7 @@ deleted).`,
 				defer f.Close()
 				r = f
 			}
-			n, err := host.ImportState(cmd.Context(), args[0], r, force)
+			n, err := statetool.Import(cmd.Context(), args[0], r, force)
 			if err != nil {
 				if args[1] != "-" && !errors.Is(err, host.ErrConfig) {
 					err = fmt.Errorf("%s: %w", args[1], err)
@@ -242,12 +243,12 @@ func (o *inspectOut) table(header string, rows func(w io.Writer)) {
 	o.err = tw.Flush()
 }
 
-func (o *inspectOut) header(sv *host.StateView, cp *host.StateCheckpoint) {
+func (o *inspectOut) header(sv *statetool.View, cp *statetool.Checkpoint) {
 	if o.json {
 		o.emit(struct {
 			Pipeline   string                `json:"pipeline"`
 			StateDir   string                `json:"state_dir"`
-			Checkpoint *host.StateCheckpoint `json:"checkpoint"`
+			Checkpoint *statetool.Checkpoint `json:"checkpoint"`
 		}{sv.Pipeline(), sv.Dir(), cp})
 		return
 	}
@@ -277,7 +278,7 @@ func (o *inspectOut) header(sv *host.StateView, cp *host.StateCheckpoint) {
 	o.printf("\n")
 }
 
-func (o *inspectOut) operators(ops []host.OperatorState) {
+func (o *inspectOut) operators(ops []statetool.OperatorState) {
 	if o.json {
 		for _, op := range ops {
 			o.emit(op)
@@ -308,7 +309,7 @@ func keyFields(k []byte) map[string]any {
 	return map[string]any{"key_hex": hex.EncodeToString(k)}
 }
 
-func (o *inspectOut) keys(operator string, keys []host.KeyState) {
+func (o *inspectOut) keys(operator string, keys []statetool.KeyState) {
 	if o.json {
 		for _, k := range keys {
 			m := keyFields(k.Key)
@@ -328,7 +329,7 @@ func (o *inspectOut) keys(operator string, keys []host.KeyState) {
 	})
 }
 
-func (o *inspectOut) entries(operator string, key []byte, entries []host.StateEntry) {
+func (o *inspectOut) entries(operator string, key []byte, entries []statetool.Entry) {
 	if o.json {
 		for i := range entries {
 			m := entries[i].Fields()
@@ -357,7 +358,7 @@ const maxValueText = 512
 
 // valueText shows a value: as is if it is UTF-8 JSON, else in hex; an
 // 8-byte plugin state value also as the SDK helpers' numbers.
-func valueText(e *host.StateEntry) string {
+func valueText(e *statetool.Entry) string {
 	v := e.Value
 	if isJSON(v) {
 		if len(v) > maxValueText {

@@ -2,6 +2,8 @@ package customerspercountry_test
 
 import (
 	"testing"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // TestCustomersPerCountryRust is TestCustomersPerCountryWindows with the
@@ -12,5 +14,6 @@ func TestCustomersPerCountryRust(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Rust plugin")
 	}
+	weirtest.NeedToolchain(t, "rust")
 	checkWindows(t, "pipeline-rust.yaml")
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // The seed's totals per country for its 20 customers.
@@ -49,7 +49,7 @@ func TestCustomersPerCountryWindows(t *testing.T) {
 // records in the topic.
 func checkWindows(t *testing.T, pipeline string) {
 	t.Helper()
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "customer.create:3"})
+	b, err := broker.Start(broker.Options{Topics: "customer.create:3"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 const (
@@ -55,7 +55,7 @@ func TestCrashRecovery(t *testing.T) {
 
 func crashRecovery(t *testing.T, mode string) {
 	bin := weirtest.Weir(t)
-	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
 	if err != nil {
 		t.Fatal(err)
 	}

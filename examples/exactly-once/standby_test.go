@@ -7,14 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // weirProc is a weir process whose output goes to a log file.
@@ -64,37 +67,54 @@ func (p *weirProc) logged(s string) bool {
 // tail, and finishes the job. A read_committed consumer must see every
 // window once, with the right sums.
 func TestStandbyTakesOver(t *testing.T) {
-	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	b, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "readings", "sums"), kfake.SeedTopics(1, "readings.dead"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	// describes counts the broker's DescribeGroups requests: a standby
+	// sends one each time it asks whether the group is empty.
+	var describes atomic.Int64
+	b.ControlKey(kmsg.DescribeGroups.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		describes.Add(1)
+		return nil, nil, false // not handled: the broker answers, and the function stays
+	})
 	dir := t.TempDir()
 	env := func(machine string) []string {
 		if err := os.MkdirAll(filepath.Join(dir, machine), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		return append(os.Environ(),
-			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+			"WEIR_KAFKA_BROKERS="+strings.Join(b.ListenAddrs(), ","),
 			"WEIR_STATE_DIR="+filepath.Join(dir, machine, "state"),
 			"WEIR_SOURCES_READINGS_INSTANCE_ID=sensor-sums-"+machine,
 			"WEIR_SOURCES_READINGS_SESSION_TIMEOUT=6s",
 		)
 	}
-	want, stopProducing := produce(t, b.Addrs())
+	want, stopProducing := produce(t, b.ListenAddrs())
 	defer stopProducing()
 
 	active := startWeir(t, dir, "a", env("a"))
-	pollUntil(t, 30*time.Second, "the first instance to take a checkpoint", func() bool { return active.logged(`msg=checkpoint`) })
+	weirtest.PollUntil(t, 30*time.Second, "the first instance to take a checkpoint", func() bool { return active.logged(`msg=checkpoint`) })
 	standby := startWeir(t, dir, "b", env("b"))
-	pollUntil(t, 30*time.Second, "the second instance to wait as a standby", func() bool {
+	weirtest.PollUntil(t, 30*time.Second, "the second instance to wait as a standby", func() bool {
 		return standby.logged("waiting as a standby")
 	})
-	pollUntil(t, 30*time.Second, "the standby to apply the active instance's checkpoints from the changelog", func() bool {
+	weirtest.PollUntil(t, 30*time.Second, "the standby to apply the active instance's checkpoints from the changelog", func() bool {
 		return standby.logged("standby: keeping the state up to date from the changelog")
 	})
-	time.Sleep(time.Second) // the active instance goes on; the standby must not start
-	if standby.logged(`msg=checkpoint`) || standby.logged("state restored") || standby.logged("resuming from") {
+	// The active instance goes on; the standby asks again and must not
+	// start. The active instance, reading, describes the group no more,
+	// but its check at its first assignment may still be on its way:
+	// three more requests hold at least one whole ask of the standby's,
+	// answered and acted on.
+	asked := describes.Load()
+	weirtest.PollUntil(t, 30*time.Second, "the standby to ask again whether the group is empty", func() bool {
+		return describes.Load() >= asked+3
+	})
+	// A standby that took over at that ask logged so before its source
+	// could describe the group again.
+	if standby.logged("taking over") || standby.logged(`msg=checkpoint`) || standby.logged("state restored") || standby.logged("resuming from") {
 		t.Fatal("the standby started while the active instance ran")
 	}
 	if err := active.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -102,10 +122,10 @@ func TestStandbyTakesOver(t *testing.T) {
 	}
 	<-active.done
 	killed := time.Now()
-	pollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.logged("taking over") })
+	weirtest.PollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.logged("taking over") })
 	t.Logf("the standby took over %v after the kill", time.Since(killed).Round(time.Millisecond))
 
-	got := consumeUntil(t, b.Addrs(), len(want), true, standby.done)
+	got := consumeUntil(t, b.ListenAddrs(), len(want), true, standby.done)
 	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -123,18 +143,6 @@ func TestStandbyTakesOver(t *testing.T) {
 	t.Logf("%d results, %d windows, %d duplicates", len(got), len(want), dup)
 }
 
-// pollUntil waits for cond, failing the test after timeout.
-func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestRebalanceDuringTransaction lets a foreign consumer join the
 // pipeline's consumer group for two seconds while the pipeline runs under
 // a steady stream: the group rebalances during a transaction, which
@@ -143,7 +151,7 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // checkpoint, in the same process. A read_committed consumer must still
 // see every window once, with the right sums.
 func TestRebalanceDuringTransaction(t *testing.T) {
-	b, err := host.StartBroker(host.BrokerOptions{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +163,7 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 		"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
 		"WEIR_STATE_DIR="+filepath.Join(dir, "state"),
 	))
-	pollUntil(t, 30*time.Second, "a checkpoint", func() bool { return p.logged(`msg=checkpoint`) })
+	weirtest.PollUntil(t, 30*time.Second, "a checkpoint", func() bool { return p.logged(`msg=checkpoint`) })
 
 	// The foreign member: it reads but never commits, so the pipeline
 	// resumes where its last transaction left the group's offsets.
@@ -170,7 +178,7 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 	}
 	cancel()
 	cl.Close() // leaves the group
-	pollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.logged("rolled the state back to the last checkpoint") })
+	weirtest.PollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.logged("rolled the state back to the last checkpoint") })
 
 	got := consumeUntil(t, b.Addrs(), len(want), true, p.done)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -11,5 +11,6 @@ import (
 // weir binary, and checks the output as TestKafkaSensors does for the Go
 // map: every reading once, temp_f right, appended after the seed's fields.
 func TestKafkaSensorsAssemblyScript(t *testing.T) {
+	weirtest.NeedToolchain(t, "assemblyscript")
 	checkSensors(t, weirtest.Run(t, ".", "", "run", "--sequential", "produce.yaml", "pipeline-as.yaml", "print.yaml"))
 }

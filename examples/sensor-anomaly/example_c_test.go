@@ -2,7 +2,6 @@ package sensoranomaly_test
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,19 +9,11 @@ import (
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
-// needClang skips a test when the C toolchain is missing.
-func needClang(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("clang"); err != nil {
-		t.Skip("the C serializer needs clang: run scripts/install-toolchains.sh")
-	}
-}
-
 // TestSensorAnomalyC runs pipeline-c.yaml, the example with its serializer
 // written in C (plugins/serializer-c), through the weir binary, and
 // compares its output with the seed job's 12 lines, byte for byte.
 func TestSensorAnomalyC(t *testing.T) {
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	want, err := os.ReadFile("expected-output.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +32,7 @@ func TestSensorAnomalyC(t *testing.T) {
 // source folder, as a deployment would: the output is still the seed's 12
 // lines, byte for byte.
 func TestSensorAnomalyCModule(t *testing.T) {
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	want, err := os.ReadFile("expected-output.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +77,6 @@ func TestSensorAnomalyCModule(t *testing.T) {
 // pipeline-c.yaml: with the serializer in C, weir still prints byte for
 // byte what the seed's Python code prints for the generated readings.
 func TestSensorAnomalyCMatchesPython(t *testing.T) {
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	checkAgainstPython(t, "pipeline-c.yaml")
 }

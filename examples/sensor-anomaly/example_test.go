@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/broker"
 )
 
 // TestSensorAnomaly runs the example through the weir binary and compares
@@ -77,7 +77,7 @@ sinks: [{name: console, type: stdout, format: raw}]
 func TestSensorAnomalyOnKafkaResumesFromCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	root := writeParts(t, dir)
-	b, err := host.StartBroker(host.BrokerOptions{Topics: "sensor.readings:1"})
+	b, err := broker.Start(broker.Options{Topics: "sensor.readings:1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // The cross-language conformance suite: every SDK's folder here (go/,
@@ -176,6 +178,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, lang := range languages(t) {
 		t.Run(lang, func(t *testing.T) {
+			weirtest.NeedToolchain(t, lang)
 			have := plugins(t, lang)
 			for name := range names {
 				if _, ok := have[name]; !ok {
@@ -232,6 +235,7 @@ func TestConformanceOps(t *testing.T) {
 			if testing.Short() && lang != "wat" {
 				t.Skip("builds the SDK's plugins")
 			}
+			weirtest.NeedToolchain(t, lang)
 			have := plugins(t, lang)
 			for _, tc := range opsTests {
 				t.Run(tc.name, func(t *testing.T) {
@@ -250,8 +254,8 @@ func TestConformanceOps(t *testing.T) {
 // refused with wantErr, or, for "", running.
 func runOps(t *testing.T, path, op, wantErr string) {
 	t.Helper()
-	in := []host.PluginInput{{Value: []byte(`{"name":"x","n":2}`)}}
-	_, err := host.RunPlugin(context.Background(), path, op, nil, in, "")
+	in := []plugintool.Input{{Value: []byte(`{"name":"x","n":2}`)}}
+	_, err := plugintool.Run(context.Background(), path, op, nil, in, "")
 	switch {
 	case wantErr == "" && err != nil:
 		t.Fatalf("as a %s: %v", op, err)
@@ -269,15 +273,15 @@ func runOps(t *testing.T, path, op, wantErr string) {
 
 func runConformance(t *testing.T, path string, tc conformanceTest) {
 	t.Helper()
-	var ins []host.PluginInput
+	var ins []plugintool.Input
 	for _, c := range tc.cases {
-		in := host.PluginInput{Value: []byte(c.in.value)}
+		in := plugintool.Input{Value: []byte(c.in.value)}
 		if c.in.key != nil {
 			in.Key = []byte(*c.in.key)
 		}
 		ins = append(ins, in)
 	}
-	outs, err := host.RunPlugin(context.Background(), path, tc.op, []byte(tc.config), ins, "")
+	outs, err := plugintool.Run(context.Background(), path, tc.op, []byte(tc.config), ins, "")
 	if err != nil {
 		t.Fatal(err)
 	}

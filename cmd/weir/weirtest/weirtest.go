@@ -117,9 +117,10 @@ func CheckOutput(t testing.TB, dir string) {
 	}
 }
 
-// PollUntil calls cond every 20 ms until it returns true, failing the test
-// with what when timeout passes first. Tests wait with it, never with
-// fixed sleeps.
+// PollUntil calls cond every 10 ms until it returns true, failing the test
+// with what, the condition waited for, when timeout passes first. Tests
+// wait with it, never with fixed sleeps; a test that must show something
+// did not happen waits for a later event that proves it would have.
 func PollUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -127,6 +128,6 @@ func PollUntil(t testing.TB, timeout time.Duration, what string, cond func() boo
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -41,6 +41,9 @@ func TestDescribeEntry(t *testing.T) {
 		{"window operator entry", config.OperatorWindow, []byte{'m'}, "window", ""},
 		{"rolling header", config.OperatorRolling, []byte{'o'}, "rolling", ""},
 		{"garbage in a window", config.OperatorWindow, []byte{'z', 1}, "", ""},
+		{"join record", config.OperatorJoin, append([]byte{'L'}, make([]byte, 20)...), "join_left", ""},
+		{"join matched mark", config.OperatorJoin, append([]byte{'r'}, make([]byte, 20)...), "join_right_matched", ""},
+		{"join key of the wrong length", config.OperatorJoin, []byte{'L', 1}, "", ""},
 		{"key_by keeps no state", config.OperatorKeyBy, []byte("v"), "", ""},
 	}
 	for _, tc := range cases {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -154,3 +155,16 @@ func joinPath(base, field string) string {
 		return base + "." + field
 	}
 }
+
+// ErrInvalid is wrapped by every error about a pipeline file itself
+// (host.ErrConfig is this value): the pipeline did not start.
+var ErrInvalid = errors.New("invalid pipeline")
+
+// Invalid marks err as an error about the pipeline file: it wraps
+// ErrInvalid, and reads as err.
+func Invalid(err error) error { return invalidError{err} }
+
+type invalidError struct{ err error }
+
+func (e invalidError) Error() string   { return e.err.Error() }
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }

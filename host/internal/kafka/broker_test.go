@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 )
 
@@ -196,7 +197,7 @@ func TestBrokerDataDirPersists(t *testing.T) {
 	src := srcNewSource(t, cc, "g", "t", nil)
 	sink := &srcSink{}
 	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
-	pollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= 20 })
+	weirtest.PollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= 20 })
 	if _, err := run.stop(t); err != nil {
 		t.Fatal(err)
 	}

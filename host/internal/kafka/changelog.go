@@ -40,6 +40,7 @@ type Changelog struct {
 	topic string
 	cl    *kgo.Client
 	owned bool // cl is the changelog's own, closed by Close
+	txn   *Txn // the transaction whose client cl is, or nil
 	log   *slog.Logger
 }
 
@@ -54,7 +55,7 @@ func NewChangelog(cc ClientConfig, topic string, txn *Txn, log *slog.Logger) (*C
 	}
 	c := &Changelog{topic: topic, log: log}
 	if txn != nil {
-		c.cl = txn.cl
+		c.cl, c.txn = txn.cl, txn
 		return c, nil
 	}
 	opts, _, err := snkProducerOpts(cc, CompressionLz4, AcksAll, 0, 0, 0, log)
@@ -138,7 +139,7 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 		return 0, fmt.Errorf("changelog: listing changes: %w", err)
 	}
 	if firstErr != nil {
-		return 0, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, firstErr)
+		return 0, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, c.txn.explain(firstErr))
 	}
 	return marker + 1, nil
 }

@@ -72,6 +72,7 @@ type DeadLetterSink struct {
 	topic    string
 	cl       *kgo.Client
 	shared   bool // cl is a transaction's
+	txn      *Txn // that transaction, or nil
 	log      *slog.Logger
 	timeout  time.Duration
 	inflight sync.WaitGroup
@@ -96,7 +97,7 @@ func NewDeadLetterSink(cfg DeadLetterConfig) (*DeadLetterSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	return &DeadLetterSink{topic: cfg.Topic, cl: cl, shared: cfg.Txn != nil, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
+	return &DeadLetterSink{topic: cfg.Topic, cl: cl, shared: cfg.Txn != nil, txn: cfg.Txn, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
 }
 
 // dlqPending is one dead letter on its way: the record, storage for its
@@ -164,7 +165,7 @@ func (p *dlqPending) finish(_ *kgo.Record, err error) {
 	d := p.d
 	p.cancel()
 	if err != nil {
-		err = fmt.Errorf("%s: %w", d.label, snkDeliveryErr(err, d.timeout))
+		err = fmt.Errorf("%s: %w", d.label, snkDeliveryErr(d.txn.explain(err), d.timeout))
 		d.log.Error("producing a dead letter failed", "err", err)
 	}
 	p.ack.Done(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -120,7 +121,7 @@ func TestDeadLetterFailure(t *testing.T) {
 	// The topic does not exist: franz-go gives up after a few metadata
 	// refreshes (UnknownTopicRetries), well before the delivery timeout.
 	start := time.Now()
-	snkWaitFor(t, "the produce error", func() bool { c, _ := log.get(); return c > 0 })
+	weirtest.PollUntil(t, 15*time.Second, "the produce error", func() bool { c, _ := log.get(); return c > 0 })
 	t.Logf("failed after %v", time.Since(start).Round(time.Millisecond))
 	calls, errs := log.get()
 	if calls != 1 || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), `dead-letter output "missing": `) {

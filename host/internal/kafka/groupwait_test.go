@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 )
 
@@ -35,15 +36,15 @@ func TestSourceLogsWaitForEarlierMembers(t *testing.T) {
 	sink := &srcSink{keep: true}
 	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
 	want := "waiting for the consumer group g: 1 member holds its partitions; a member from an earlier run that stopped without leaving the group holds them until its session times out (session_timeout 10s); set instance_id for static membership"
-	pollUntil(t, 20*time.Second, "the wait to be logged", func() bool { return strings.Contains(logs.String(), want) })
+	weirtest.PollUntil(t, 20*time.Second, "the wait to be logged", func() bool { return strings.Contains(logs.String(), want) })
 	if n, known := src.LagKnown(); known && sink.count.Load() == 0 {
 		t.Errorf("lag %d known before the group assigned a partition", n)
 	}
-	pollUntil(t, 90*time.Second, "the records, once the earlier member's session ended", func() bool { return sink.count.Load() >= 10 })
+	weirtest.PollUntil(t, 90*time.Second, "the records, once the earlier member's session ended", func() bool { return sink.count.Load() >= 10 })
 	if _, known := src.LagKnown(); !known {
 		t.Error("lag unknown while the source holds partitions")
 	}
-	pollUntil(t, 10*time.Second, "the end of the wait to be logged", func() bool {
+	weirtest.PollUntil(t, 10*time.Second, "the end of the wait to be logged", func() bool {
 		return strings.Contains(logs.String(), "the consumer group assigned partitions; reading")
 	})
 	if _, err := run.stop(t); err != nil {

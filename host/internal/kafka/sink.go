@@ -130,6 +130,7 @@ type Sink struct {
 	keyDesc   string // and about the key field
 	cl        *kgo.Client
 	shared    bool // cl is a transaction's, closed by its Source
+	txn       *Txn // that transaction, or nil
 	log       *slog.Logger
 	timeout   time.Duration
 	batchMax  int64  // the client's ProducerBatchMaxBytes
@@ -179,6 +180,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	}
 	s := &Sink{
 		shared:    cfg.Txn != nil,
+		txn:       cfg.Txn,
 		name:      cfg.Name,
 		topic:     cfg.Topic,
 		topicPath: cfg.TopicField,
@@ -356,7 +358,7 @@ func (s *Sink) putBatch(b *snkBatch) {
 func (b *snkBatch) finish(r *kgo.Record, err error) {
 	s := b.s
 	if err != nil && b.failed.CompareAndSwap(false, true) {
-		err = fmt.Errorf("sink %q: producing to topic %q: %w", s.name, r.Topic, snkDeliveryErr(err, s.timeout))
+		err = fmt.Errorf("sink %q: producing to topic %q: %w", s.name, r.Topic, snkDeliveryErr(s.txn.explain(err), s.timeout))
 		if s.failures.Add(1) == 1 {
 			s.log.Error("producing failed", "topic", r.Topic, "err", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -92,18 +93,6 @@ func snkNewAck(tb testing.TB, log *snkAckLog) *engine.Ack {
 func snkAckCount(tb testing.TB, a *engine.Ack) int64 {
 	tb.Helper()
 	return a.Pending()
-}
-
-// snkWaitFor polls cond until it holds, failing the test after 15s.
-func snkWaitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // snkConsume reads topic from the start until it has n records, and checks
@@ -557,7 +546,7 @@ func TestSinkAcks(t *testing.T) {
 			logs, acks = append(logs, log), append(acks, ack)
 		}
 		for i, log := range logs {
-			snkWaitFor(t, "ack "+strconv.Itoa(i), func() bool { c, _ := log.get(); return c > 0 })
+			weirtest.PollUntil(t, 15*time.Second, "ack "+strconv.Itoa(i), func() bool { c, _ := log.get(); return c > 0 })
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -626,7 +615,7 @@ func TestSinkDeliveryFailure(t *testing.T) {
 	}
 	ack.Done(nil)
 	start := time.Now()
-	snkWaitFor(t, "the delivery error", func() bool { c, _ := log.get(); return c > 0 })
+	weirtest.PollUntil(t, 15*time.Second, "the delivery error", func() bool { c, _ := log.get(); return c > 0 })
 	t.Logf("failed after %v", time.Since(start).Round(time.Millisecond))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -495,44 +495,18 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
 	s.bg.Go(func() { s.watchAssignment(ctx) })
-	var stopped atomic.Bool
-	stopWatch := context.AfterFunc(ctx, func() { stopped.Store(true) })
+	r := &sourceRun{s: s, out: out, last: -1}
+	stopWatch := context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	defer stopWatch()
-	var ends *srcEnds
 	if s.stopAtEnd {
 		var err error
-		if ends, err = s.endOffsets(ctx); err != nil {
+		if r.ends, err = s.endOffsets(ctx); err != nil {
 			return err
 		}
-		if ends.done() {
+		if r.ends.done() {
 			s.log.Info("kafka source: nothing to read before the end offsets; stopping", "stop_at", "latest")
 			return nil
 		}
-	}
-
-	var (
-		open    []srcOpen // partitions in the batch being filled
-		last    = -1      // index in open of the previous record's partition
-		hdrs    []record.Header
-		lastErr string
-	)
-	// boundary records that the batch being filled was sent.
-	boundary := func() {
-		if len(open) > 0 {
-			s.addInflight(open)
-			clear(open)
-			open = open[:0]
-		}
-		last = -1
-	}
-	// finish flushes what was handed out and lets a rebalance proceed.
-	finish := func() error {
-		err := out.Flush()
-		if err == nil {
-			boundary()
-		}
-		s.cl.AllowRebalance()
-		return err
 	}
 	// An exclusive source's first assignment may find another member
 	// (checkSole), which must end Run even when no record comes.
@@ -542,120 +516,185 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	s.wake = wake
 	s.mu.Unlock()
 	for {
-		fs := s.cl.PollRecords(out.PollContext(pollCtx), s.maxPoll)
-		if ctx.Err() != nil {
-			// Whatever this poll returned was never handed out, so
-			// it is not committed and will be read again.
-			return finish()
-		}
-		s.mu.Lock()
-		announce := s.assigned
-		s.assigned = nil
-		notSole := s.notSole
-		s.mu.Unlock()
-		if notSole != nil {
-			// Nothing of this poll is handed out: leave the group
-			// before reading anything.
-			s.cl.AllowRebalance()
-			return notSole
-		}
-		for _, tp := range announce {
-			if err := out.Announce(tp.topic, tp.partition); err != nil {
-				return err
-			}
-		}
-		s.trackLag(fs)
-		var fatal error
-		fs.EachError(func(topic string, partition int32, err error) {
-			switch {
-			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			case errors.Is(err, kgo.ErrClientClosed):
-				fatal = fmt.Errorf("kafka source %q: the client was closed while running", s.name)
-			case srcFatal(err):
-				fatal = fmt.Errorf("kafka source %q: %w", s.name, err)
-			default:
-				if msg := err.Error(); msg != lastErr { // do not repeat a persisting error on every poll
-					lastErr = msg
-					s.log.Warn("kafka source: consuming", "topic", topic, "partition", partition, "error", err)
-				}
-			}
-		})
-		if fatal != nil {
-			finish()
-			return fatal
-		}
-		for it := fs.RecordIter(); !it.Done(); {
-			if stopped.Load() {
-				return finish()
-			}
-			r := it.Next()
-			tp := srcTP{r.Topic, r.Partition}
-			if last < 0 || open[last].tp != tp {
-				last = slices.IndexFunc(open, func(o srcOpen) bool { return o.tp == tp })
-				if last < 0 {
-					open = append(open, srcOpen{tp: tp, p: s.session(tp)})
-					last = len(open) - 1
-				}
-			}
-			open[last].end = srcEnd{offset: r.Offset, epoch: r.LeaderEpoch}
-
-			rec := record.Record{
-				Key:       r.Key,
-				Value:     r.Value,
-				Timestamp: r.Timestamp.UnixMilli(),
-				Origin:    record.Origin{Source: s.name, Topic: r.Topic, Partition: r.Partition, Offset: r.Offset},
-			}
-			if len(r.Headers) > 0 {
-				hdrs = hdrs[:0]
-				for _, h := range r.Headers {
-					hdrs = append(hdrs, record.Header{Key: h.Key, Value: h.Value})
-				}
-				rec.Headers = hdrs
-			}
-			if s.format == FormatJSON && !wjson.Valid(r.Value) {
-				// Out.Dead keeps the header slice: give it its own.
-				rec.Headers = slices.Clone(rec.Headers)
-				reason := fmt.Sprintf("%s[%d]@%d: not JSON: %s", r.Topic, r.Partition, r.Offset, srcJSONError(r.Value))
-				// Out.Dead sends the batch when its dead letters fill
-				// it; we see that as Pending dropping to zero, which
-				// is only unambiguous when the batch holds records.
-				// Otherwise, send the batch ourselves so that we
-				// know where it ends.
-				hadRecords := out.Pending() > 0
-				if err := out.Dead(rec, reason); err != nil {
-					return err
-				}
-				if !hadRecords {
-					if err := out.Flush(); err != nil {
-						return err
-					}
-					boundary()
-				} else if out.Pending() == 0 {
-					boundary()
-				}
-				ends.read(tp, r.Offset)
-				continue
-			}
-			if err := out.Add(rec); err != nil {
-				return err
-			}
-			if out.Pending() == 0 { // Add sent the full batch
-				boundary()
-			}
-			ends.read(tp, r.Offset)
-		}
-		if err := finish(); err != nil {
-			return err
-		}
-		if ends.done() {
-			s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
-			return nil
-		}
-		// Everything polled is handed out: a safe point for a checkpoint.
-		if err := out.Barrier(); err != nil {
+		if done, err := r.poll(ctx, pollCtx); done || err != nil {
 			return err
 		}
 	}
+}
+
+// sourceRun is the state of one Run, owned by its goroutine (stopped is set
+// by ctx's AfterFunc).
+type sourceRun struct {
+	s       *Source
+	out     *engine.Out
+	ends    *srcEnds  // with stop_at: latest, where to stop; else nil
+	open    []srcOpen // partitions in the batch being filled
+	last    int       // index in open of the previous record's partition
+	hdrs    []record.Header
+	lastErr string // the last poll error logged, not to repeat it
+	stopped atomic.Bool
+}
+
+// poll polls once and hands out what it got; done ends Run, with err.
+func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
+	s := r.s
+	fs := s.cl.PollRecords(r.out.PollContext(pollCtx), s.maxPoll)
+	if ctx.Err() != nil {
+		// Whatever this poll returned was never handed out, so it is
+		// not committed and will be read again.
+		return true, r.finish()
+	}
+	if err := r.takeAssignment(); err != nil {
+		return true, err
+	}
+	s.trackLag(fs)
+	if fatal := r.pollErrors(fs); fatal != nil {
+		r.finish()
+		return true, fatal
+	}
+	for it := fs.RecordIter(); !it.Done(); {
+		if r.stopped.Load() {
+			return true, r.finish()
+		}
+		if err := r.hand(it.Next()); err != nil {
+			return true, err
+		}
+	}
+	if err := r.finish(); err != nil {
+		return true, err
+	}
+	if r.ends.done() {
+		s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
+		return true, nil
+	}
+	// Everything polled is handed out: a safe point for a checkpoint.
+	return false, r.out.Barrier()
+}
+
+// takeAssignment announces newly assigned partitions, or ends the run when
+// an exclusive source found another member in its group: then nothing of
+// this poll is handed out, and the source leaves the group before reading
+// anything.
+func (r *sourceRun) takeAssignment() error {
+	s := r.s
+	s.mu.Lock()
+	announce := s.assigned
+	s.assigned = nil
+	notSole := s.notSole
+	s.mu.Unlock()
+	if notSole != nil {
+		s.cl.AllowRebalance()
+		return notSole
+	}
+	for _, tp := range announce {
+		if err := r.out.Announce(tp.topic, tp.partition); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollErrors logs a poll's errors, once while they persist, and returns
+// the first fatal one.
+func (r *sourceRun) pollErrors(fs kgo.Fetches) (fatal error) {
+	fs.EachError(func(topic string, partition int32, err error) {
+		switch {
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, kgo.ErrClientClosed):
+			fatal = fmt.Errorf("kafka source %q: the client was closed while running", r.s.name)
+		case srcFatal(err):
+			fatal = fmt.Errorf("kafka source %q: %w", r.s.name, err)
+		default:
+			if msg := err.Error(); msg != r.lastErr {
+				r.lastErr = msg
+				r.s.log.Warn("kafka source: consuming", "topic", topic, "partition", partition, "error", err)
+			}
+		}
+	})
+	return fatal
+}
+
+// boundary records that the batch being filled was sent.
+func (r *sourceRun) boundary() {
+	if len(r.open) > 0 {
+		r.s.addInflight(r.open)
+		clear(r.open)
+		r.open = r.open[:0]
+	}
+	r.last = -1
+}
+
+// finish flushes what was handed out and lets a rebalance proceed.
+func (r *sourceRun) finish() error {
+	err := r.out.Flush()
+	if err == nil {
+		r.boundary()
+	}
+	r.s.cl.AllowRebalance()
+	return err
+}
+
+// hand adds one polled record to the batch, or its dead letter when a
+// JSON source's record is not JSON, tracking the batch's partitions.
+func (r *sourceRun) hand(kr *kgo.Record) error {
+	tp := srcTP{kr.Topic, kr.Partition}
+	if r.last < 0 || r.open[r.last].tp != tp {
+		r.last = slices.IndexFunc(r.open, func(o srcOpen) bool { return o.tp == tp })
+		if r.last < 0 {
+			r.open = append(r.open, srcOpen{tp: tp, p: r.s.session(tp)})
+			r.last = len(r.open) - 1
+		}
+	}
+	r.open[r.last].end = srcEnd{offset: kr.Offset, epoch: kr.LeaderEpoch}
+	rec := record.Record{
+		Key:       kr.Key,
+		Value:     kr.Value,
+		Timestamp: kr.Timestamp.UnixMilli(),
+		Origin:    record.Origin{Source: r.s.name, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset},
+	}
+	if len(kr.Headers) > 0 {
+		r.hdrs = r.hdrs[:0]
+		for _, h := range kr.Headers {
+			r.hdrs = append(r.hdrs, record.Header{Key: h.Key, Value: h.Value})
+		}
+		rec.Headers = r.hdrs
+	}
+	if r.s.format == FormatJSON && !wjson.Valid(kr.Value) {
+		return r.dead(rec, kr)
+	}
+	if err := r.out.Add(rec); err != nil {
+		return err
+	}
+	if r.out.Pending() == 0 { // Add sent the full batch
+		r.boundary()
+	}
+	r.ends.read(tp, kr.Offset)
+	return nil
+}
+
+// dead hands out rec's dead letter: its value is not JSON.
+func (r *sourceRun) dead(rec record.Record, kr *kgo.Record) error {
+	// Out.Dead keeps the header slice: give it its own.
+	rec.Headers = slices.Clone(rec.Headers)
+	reason := fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value))
+	// Out.Dead sends the batch when its dead letters fill it; we see
+	// that as Pending dropping to zero, which is only unambiguous when
+	// the batch holds records. Otherwise, send the batch ourselves so
+	// that we know where it ends.
+	hadRecords := r.out.Pending() > 0
+	if err := r.out.Dead(rec, reason); err != nil {
+		return err
+	}
+	if !hadRecords {
+		if err := r.out.Flush(); err != nil {
+			return err
+		}
+		r.boundary()
+	} else if r.out.Pending() == 0 {
+		r.boundary()
+	}
+	r.ends.read(srcTP{kr.Topic, kr.Partition}, kr.Offset)
+	return nil
 }
 
 // srcFatal reports errors that retrying will not fix: the credentials or

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 )
 
@@ -28,7 +29,7 @@ func TestSourceCheckpoints(t *testing.T) {
 			cps = append(cps, cp)
 			return nil
 		}}})
-	pollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= 300 })
+	weirtest.PollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= 300 })
 	if _, err := run.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestSourceCheckpoints(t *testing.T) {
 					Restore: &engine.Checkpoint{Epoch: 9, Sources: []engine.SourceCheckpoint{{Name: "in", Snapshot: json.RawMessage(tc.snap)}},
 						Times: make([]engine.SourceTimeCheckpoint, 1)},
 					Commit: func(context.Context, *engine.Checkpoint) error { return nil }}})
-			pollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= want })
+			weirtest.PollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= want })
 			if _, err := run.stop(t); err != nil {
 				t.Fatal(err)
 			}

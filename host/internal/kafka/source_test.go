@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -283,7 +284,7 @@ func TestSourceDeliversEachRecordOnceInOrder(t *testing.T) {
 			src := srcNewSource(t, cc, "g", "events", nil)
 			sink := &srcSink{async: tc.async, keep: true}
 			run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}, BatchSize: tc.batchSize})
-			pollUntil(t, 30*time.Second, "all records", func() bool { return sink.count.Load() >= n })
+			weirtest.PollUntil(t, 30*time.Second, "all records", func() bool { return sink.count.Load() >= n })
 			sum, err := run.stop(t)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
@@ -378,7 +379,7 @@ func TestSourceDeadLetters(t *testing.T) {
 				DeadLetter: engine.NewDeadLetterWriter("buffer", &dlq, false),
 				BatchSize:  tc.batchSize,
 			})
-			pollUntil(t, 20*time.Second, "the records to be committed", func() bool {
+			weirtest.PollUntil(t, 20*time.Second, "the records to be committed", func() bool {
 				committed, _ := srcOffsets(t, cc, "g", "bad")
 				return committed[0] == int64(len(values))
 			})
@@ -434,7 +435,7 @@ func TestSourceResumesFromCommittedOffsets(t *testing.T) {
 		src := srcNewSource(t, cc, "g", "events", nil)
 		sink := &srcSink{keep: true}
 		run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}, BatchSize: 50})
-		pollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= int64(want.n) })
+		weirtest.PollUntil(t, 20*time.Second, "the records", func() bool { return sink.count.Load() >= int64(want.n) })
 		if _, err := run.stop(t); err != nil {
 			t.Fatalf("round %d: Run: %v", round, err)
 		}
@@ -464,8 +465,8 @@ func TestSourceRedeliversUnacknowledged(t *testing.T) {
 	src := srcNewSource(t, cc, "g", "events", nil)
 	sink := &srcSink{keep: true}
 	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}, BatchSize: 32})
-	pollUntil(t, 20*time.Second, "the first records", func() bool { return sink.count.Load() >= 300 })
-	pollUntil(t, 20*time.Second, "the first commit", func() bool {
+	weirtest.PollUntil(t, 20*time.Second, "the first records", func() bool { return sink.count.Load() >= 300 })
+	weirtest.PollUntil(t, 20*time.Second, "the first commit", func() bool {
 		committed, ends := srcOffsets(t, cc, "g", "events")
 		return fmt.Sprint(committed) == fmt.Sprint(ends)
 	})
@@ -473,7 +474,7 @@ func TestSourceRedeliversUnacknowledged(t *testing.T) {
 
 	sink.hold.Store(true)
 	srcProduce(t, cc, srcJSONRecords("events", 300, 100)...)
-	pollUntil(t, 20*time.Second, "the held records", func() bool { return sink.count.Load() >= 400 })
+	weirtest.PollUntil(t, 20*time.Second, "the held records", func() bool { return sink.count.Load() >= 400 })
 	if _, err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -484,7 +485,7 @@ func TestSourceRedeliversUnacknowledged(t *testing.T) {
 	src2 := srcNewSource(t, cc, "g", "events", nil)
 	sink2 := &srcSink{keep: true}
 	run2 := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src2}, Sinks: []engine.Sink{sink2}})
-	pollUntil(t, 20*time.Second, "the redelivered records", func() bool { return sink2.count.Load() >= 100 })
+	weirtest.PollUntil(t, 20*time.Second, "the redelivered records", func() bool { return sink2.count.Load() >= 100 })
 	if _, err := run2.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -515,7 +516,7 @@ func TestSourceRebalance(t *testing.T) {
 	sinkA := &srcSink{keep: true, async: true}
 	srcA := srcNewSource(t, cc, "g", "events", nil)
 	runA := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcA}, Sinks: []engine.Sink{sinkA}, BatchSize: 20})
-	pollUntil(t, 20*time.Second, "the first member to read", func() bool { return sinkA.count.Load() >= 1000 })
+	weirtest.PollUntil(t, 20*time.Second, "the first member to read", func() bool { return sinkA.count.Load() >= 1000 })
 
 	sinkB := &srcSink{keep: true, async: true}
 	srcB := srcNewSource(t, cc, "g", "events", nil)
@@ -525,8 +526,8 @@ func TestSourceRebalance(t *testing.T) {
 		srcProduce(t, cc, srcJSONRecords("events", first, 500)...)
 		time.Sleep(200 * time.Millisecond)
 	}
-	pollUntil(t, 30*time.Second, "the second member to get partitions", func() bool { return sinkB.count.Load() > 0 })
-	pollUntil(t, 30*time.Second, "every record", func() bool {
+	weirtest.PollUntil(t, 30*time.Second, "the second member to get partitions", func() bool { return sinkB.count.Load() > 0 })
+	weirtest.PollUntil(t, 30*time.Second, "every record", func() bool {
 		seen := map[int]bool{}
 		for _, s := range []*srcSink{sinkA, sinkB} {
 			for _, r := range s.records() {
@@ -569,12 +570,12 @@ func TestSourceRevokeTimeout(t *testing.T) {
 	sinkA := &srcSink{keep: true}
 	sinkA.hold.Store(true)
 	runA := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcA}, Sinks: []engine.Sink{sinkA}})
-	pollUntil(t, 20*time.Second, "the first member to read everything", func() bool { return sinkA.count.Load() >= 200 })
+	weirtest.PollUntil(t, 20*time.Second, "the first member to read everything", func() bool { return sinkA.count.Load() >= 200 })
 
 	srcB := srcNewSource(t, cc, "g", "events", nil)
 	sinkB := &srcSink{keep: true}
 	runB := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcB}, Sinks: []engine.Sink{sinkB}})
-	pollUntil(t, 30*time.Second, "the second member to read a revoked partition again", func() bool {
+	weirtest.PollUntil(t, 30*time.Second, "the second member to read a revoked partition again", func() bool {
 		n := sinkB.count.Load()
 		return n == perPartition[0] || n == perPartition[1]
 	})
@@ -625,12 +626,12 @@ func TestSourceStartPositions(t *testing.T) {
 			sink := &srcSink{keep: true}
 			run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
 			if tc.min < 10 {
-				pollUntil(t, 20*time.Second, "the old records", func() bool { return sink.count.Load() >= int64(10-tc.min) })
+				weirtest.PollUntil(t, 20*time.Second, "the old records", func() bool { return sink.count.Load() >= int64(10-tc.min) })
 			} else {
 				// The end is resolved once the member is assigned; new
 				// records arrive from then on.
 				next := 10
-				pollUntil(t, 20*time.Second, "a new record", func() bool {
+				weirtest.PollUntil(t, 20*time.Second, "a new record", func() bool {
 					srcProduce(t, cc, srcJSONRecords("events", next, 1)...)
 					next++
 					time.Sleep(20 * time.Millisecond)
@@ -684,14 +685,14 @@ func TestSourceWaitsForMissingTopic(t *testing.T) {
 	})
 	sink := &srcSink{keep: true}
 	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
-	pollUntil(t, 10*time.Second, "the missing topic warning", func() bool {
+	weirtest.PollUntil(t, 10*time.Second, "the missing topic warning", func() bool {
 		return strings.Contains(logs.String(), "topic does not exist; waiting for it to be created")
 	})
 	if err := b.CreateTopic(context.Background(), "later", 2); err != nil {
 		t.Fatal(err)
 	}
 	srcProduce(t, cc, srcJSONRecords("later", 0, 20)...)
-	pollUntil(t, 30*time.Second, "records of the new topic", func() bool { return sink.count.Load() >= 20 })
+	weirtest.PollUntil(t, 30*time.Second, "records of the new topic", func() bool { return sink.count.Load() >= 20 })
 	if _, err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -709,7 +710,7 @@ func TestSourceTopicRegex(t *testing.T) {
 	src := srcNewSource(t, cc, "g", "", func(c *SourceConfig) { c.Topics, c.TopicRegex = nil, "^orders-" })
 	sink := &srcSink{keep: true}
 	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
-	pollUntil(t, 20*time.Second, "the orders", func() bool { return sink.count.Load() >= 20 })
+	weirtest.PollUntil(t, 20*time.Second, "the orders", func() bool { return sink.count.Load() >= 20 })
 	if _, err := run.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}

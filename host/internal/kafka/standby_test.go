@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 )
 
@@ -110,7 +111,7 @@ func TestSourceExclusiveGivesWay(t *testing.T) {
 	if n := sink.count.Load(); n != 0 {
 		t.Fatalf("%d records handed out", n)
 	}
-	pollUntil(t, 20*time.Second, "the static member that gave way to leave the group", func() bool {
+	weirtest.PollUntil(t, 20*time.Second, "the static member that gave way to leave the group", func() bool {
 		others, err := otherMembers(context.Background(), newAdm(t, cc), "g", "", "first")
 		return err == nil && len(others) == 0
 	})

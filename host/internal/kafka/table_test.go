@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // tblGet reads key from t through a view.
@@ -109,7 +111,7 @@ func TestTable(t *testing.T) {
 
 	// Updates after the load are followed.
 	srcProduce(t, cc, rec("c2", `{"name":"Bob again"}`), rec("c1", "<nil>"), rec("c6", `{}`))
-	pollUntil(t, 10*time.Second, "the table to follow the topic", func() bool {
+	weirtest.PollUntil(t, 10*time.Second, "the table to follow the topic", func() bool {
 		_, ok1 := tblGet(tbl, "c1")
 		v2, _ := tblGet(tbl, "c2")
 		_, ok6 := tblGet(tbl, "c6")

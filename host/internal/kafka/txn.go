@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,18 +64,69 @@ func (t *Txn) ID() string { return t.id }
 // everything the source polled, in one transaction. The caller makes sure
 // everything polled was processed and produced.
 func (t *Txn) Commit(ctx context.Context) error {
+	id, epoch, idErr := t.cl.ProducerID(ctx) // loaded by the transaction's first write
 	committed, err := t.sess.End(ctx, kgo.TryCommit)
-	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
-		return fmt.Errorf("kafka: committing the transaction: another producer with transactional id %q fenced this one: "+
-			"an instance that replaced this one, or one running beside it with the same id (give each instance its own instance_id): %w", t.id, err)
-	}
-	if err != nil {
+	switch {
+	case err != nil && txnFenced(err):
+		return fmt.Errorf("kafka: committing the transaction: %w", t.fencedErr(err))
+	case err != nil && idErr == nil && t.ended(ctx, id, epoch, err):
+		return fmt.Errorf("kafka: committing the transaction: the brokers aborted it and moved transactional id %q to a newer epoch: "+
+			"another producer with transactional id %[1]q fenced this one (%s), or the transaction was open longer than its timeout: %w", t.id, txnSameID, err)
+	case err != nil:
 		return fmt.Errorf("kafka: committing the transaction: %w", err)
-	}
-	if !committed {
+	case !committed:
 		return ErrTxnAborted
 	}
 	return nil
+}
+
+// txnSameID says which instances share a transactional id.
+const txnSameID = "an instance that replaced this one, or one running beside it with the same id: give each instance its own instance_id"
+
+// txnFenced reports whether err says that the brokers fenced this
+// producer: another one initialised its transactional id.
+func txnFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+}
+
+// fencedErr explains err, which says that another producer fenced this
+// one (txnFenced).
+func (t *Txn) fencedErr(err error) error {
+	return fmt.Errorf("another producer with transactional id %q fenced this one (%s): %w", t.id, txnSameID, err)
+}
+
+// explain returns the error of a write through t's client, explained
+// when it says another producer fenced this one; t may be nil (a write
+// outside a transaction).
+func (t *Txn) explain(err error) error {
+	if t == nil || !txnFenced(err) {
+		return err
+	}
+	return t.fencedErr(err)
+}
+
+// ended reports, after a commit failed with err, whether the brokers
+// hold the transactional id for another producer than this one (id,
+// epoch): a new producer id, an epoch past the one this producer's commit
+// could have moved it to, or a later epoch when the brokers refused the
+// commit (INVALID_TXN_STATE), which so did not move it. A broker may
+// answer a fenced producer's commit so rather than with PRODUCER_FENCED,
+// taking it for a retry of the abort that fenced it.
+func (t *Txn) ended(ctx context.Context, id int64, epoch int16, err error) bool {
+	if id < 0 {
+		return false // no producer id: nothing was written
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	described, derr := kadm.NewClient(t.cl).DescribeTransactions(ctx, t.id)
+	d, ok := described[t.id]
+	switch {
+	case derr != nil || !ok || d.Err != nil:
+		return false
+	case d.ProducerID != id, d.ProducerEpoch > epoch+1:
+		return true
+	}
+	return d.ProducerEpoch > epoch && errors.Is(err, kerr.InvalidTxnState)
 }
 
 // Fence makes the brokers abort any transaction a previous instance with

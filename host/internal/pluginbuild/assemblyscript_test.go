@@ -10,11 +10,13 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 )
 
 // asRoot returns the weir module root, skipping the test when the
-// AssemblyScript compiler is not installed there.
+// AssemblyScript compiler is not installed there (see
+// weirtest.NeedToolchain).
 func asRoot(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -25,12 +27,7 @@ func asRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(out)))
-	if _, err := os.Stat(filepath.Join(root, "guest-sdk", "assemblyscript", "node_modules", ".bin", "asc")); err != nil {
-		t.Skip("no AssemblyScript compiler: run scripts/install-toolchains.sh")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("no node")
-	}
+	weirtest.NeedToolchain(t, "assemblyscript")
 	return root
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // The C SDK's own unit tests (guest-sdk/c/test/weir_test.c: the JSON
@@ -42,7 +44,7 @@ func cSDKTestSources(t *testing.T) (dir string, files []string) {
 }
 
 func TestCSDKUnitTestsWasm(t *testing.T) {
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	ctx := context.Background()
 	clang, _, err := clangPath(ctx)
 	if err != nil {

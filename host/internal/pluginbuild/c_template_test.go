@@ -10,7 +10,8 @@ import (
 	"testing"
 	"text/template"
 
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // TestCTemplate renders the template of `weir plugin new --lang c` as the
@@ -21,9 +22,7 @@ func TestCTemplate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a C plugin")
 	}
-	if _, err := exec.LookPath("clang"); err != nil {
-		t.Skip("no clang")
-	}
+	weirtest.NeedToolchain(t, "c")
 	root := repoRoot(t)
 	tmpl := filepath.Join(root, "cmd", "weir", "templates", "c")
 	dir := filepath.Join(t.TempDir(), "shout")
@@ -73,11 +72,11 @@ func runTestFile(t *testing.T, dir, path string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tf, err := host.ParsePluginTestFile(f)
+	tf, err := plugintool.ParseTestFile(f)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	res, err := host.TestPlugin(context.Background(), dir, tf, t.TempDir())
+	res, err := plugintool.Test(context.Background(), dir, tf, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

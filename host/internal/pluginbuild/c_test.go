@@ -8,15 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// needClang skips a test when the C toolchain is not installed.
-func needClang(t *testing.T) {
-	t.Helper()
-	if _, _, err := clangPath(context.Background()); err != nil {
-		t.Skipf("no C toolchain: %v", err)
-	}
-}
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+)
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -95,7 +89,7 @@ func TestBuildC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds C plugins")
 	}
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	ctx := context.Background()
 	cache := t.TempDir()
 	dir := t.TempDir()
@@ -139,7 +133,7 @@ func TestBuildCInTree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds C plugins")
 	}
-	needClang(t)
+	weirtest.NeedToolchain(t, "c")
 	dir := filepath.Join(moduleRoot(t), "plugins", "conformance", "c", "uppercase")
 	src, err := Build(context.Background(), dir, Options{CacheDir: t.TempDir()})
 	if err != nil || src.Lang != LangC {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // TestRustSDKUnitTests runs the Rust SDK's own tests (cargo test in
@@ -14,7 +16,7 @@ import (
 // natively, offline against Debian's crates, as a plugin build resolves
 // them. The conformance suite tests the SDK under the host.
 func TestRustSDKUnitTests(t *testing.T) {
-	needRust(t)
+	weirtest.NeedToolchain(t, "rust")
 	if testing.Short() {
 		t.Skip("cargo test of the Rust SDK: skipped with -short")
 	}

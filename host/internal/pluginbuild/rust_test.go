@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // rustPlugin writes a Rust plugin crate outside the weir tree, as a user
@@ -50,13 +52,6 @@ const rustUpper = `fn init(_: &weir::Config) -> Result<(), weir::Error> {
 weir::plugin!(init);
 `
 
-func needRust(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(rustCargo); err != nil {
-		t.Skipf("no Rust toolchain at %s (run scripts/install-toolchains.sh)", rustCargo)
-	}
-}
-
 func TestRustDetect(t *testing.T) {
 	dir := rustPlugin(t, rustUpper)
 	if lang, err := Detect(dir); err != nil || lang != LangRust {
@@ -100,7 +95,7 @@ path = '`+filepath.Join(root, "b")+`'
 }
 
 func TestRustHash(t *testing.T) {
-	needRust(t)
+	weirtest.NeedToolchain(t, "rust")
 	t.Setenv("WEIR_CACHE_DIR", t.TempDir())
 	ctx := context.Background()
 	dir := rustPlugin(t, rustUpper)
@@ -133,7 +128,7 @@ func TestRustBuildCachesByContent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Rust plugin")
 	}
-	needRust(t)
+	weirtest.NeedToolchain(t, "rust")
 	ctx := context.Background()
 	cache := t.TempDir()
 	t.Setenv("WEIR_CACHE_DIR", cache)

@@ -1,8 +1,6 @@
 package pluginop
 
 import (
-	"encoding/binary"
-
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/operator"
 )
@@ -21,8 +19,8 @@ func Describe(_, uk, _ []byte) (operator.KeyEntry, bool) {
 		return operator.KeyEntry{Kind: "map", Name: string(name), MapKey: suffix}, true
 	}
 	e := operator.KeyEntry{Kind: "list", Name: string(name), Row: -1}
-	if len(suffix) == abi.StateListIndexSize {
-		e.Row = int64(binary.BigEndian.Uint64(suffix))
+	if i, ok := abi.ParseStateListIndex(suffix); ok {
+		e.Row = int64(i)
 	}
 	return e, true
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // BenchmarkTransformAssemblyScript runs the AssemblyScript uppercase
@@ -18,6 +19,7 @@ import (
 // Building the plugin needs the AssemblyScript compiler
 // (scripts/install-toolchains.sh).
 func BenchmarkTransformAssemblyScript(b *testing.B) {
+	weirtest.NeedToolchain(b, "assemblyscript")
 	sandboxModes(b, func(b *testing.B, rt *Runtime) {
 		cfg := goConfig(b, "plugins/conformance/assemblyscript/uppercase", abi.OpMap)
 		cfg.InitConfig = []byte(`{"field":"kind"}`)

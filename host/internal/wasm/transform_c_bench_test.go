@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // BenchmarkTransformC runs the C SDK's uppercase conformance plugin on the
@@ -14,6 +15,7 @@ import (
 //	go test -run='^$' -bench='Transform(C|Go)$' -count 6 ./host/internal/wasm/
 //	go test -run='^$' -bench=TransformNative -count 6 ./plugins/conformance/go/uppercase/
 func BenchmarkTransformC(b *testing.B) {
+	weirtest.NeedToolchain(b, "c")
 	sandboxModes(b, func(b *testing.B, rt *Runtime) {
 		cfg := goConfig(b, "plugins/conformance/c/uppercase", abi.OpMap)
 		cfg.InitConfig = []byte(`{"field":"kind"}`)

@@ -1,4 +1,4 @@
-package host
+package admin
 
 import (
 	"context"
@@ -19,12 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/weir-stream/weir/host/internal/config"
-	"github.com/weir-stream/weir/host/internal/pluginop"
+	"github.com/weir-stream/weir/host"
 )
 
-// AdminOptions configure StartAdmin.
-type AdminOptions struct {
+// Options configure Start. It is a plain value, read by Start.
+type Options struct {
 	// Listen is host:port. A bare ":port" listens on 127.0.0.1. Listening
 	// anywhere but loopback needs a Token.
 	Listen string
@@ -34,7 +33,7 @@ type AdminOptions struct {
 	Logger *slog.Logger
 }
 
-// Admin is a weir process's admin HTTP server, for the pipelines
+// Server is a weir process's admin HTTP server, for the pipelines
 // registered with it:
 //
 //	GET  /healthz                 200 while the process serves
@@ -44,7 +43,7 @@ type AdminOptions struct {
 //	GET  /api/plugins             each plugin operator's live version, JSON
 //	POST /api/plugins/reload      reload plugins (?pipeline=NAME&operator=NAME, both optional;
 //	                              &wait=DURATION waits, at most 5m, for the new versions' probation)
-//	                              and report each operator's outcome (ReloadResult)
+//	                              and report each operator's outcome (host.ReloadResult)
 //	POST /api/plugins/promote     promote an operator's shadow plugin (?pipeline=NAME&operator=NAME)
 //	GET  /api/state               an operator's state for one record key, read now, JSON
 //	                              (?operator=NAME&key=KEY or &key_hex=HEX; &pipeline=NAME with several)
@@ -60,7 +59,7 @@ type AdminOptions struct {
 //     Request. /healthz and /readyz answer any Host, for probes that reach
 //     the process under another name: they change nothing and tell only
 //     whether the process and its pipelines run. Beyond loopback the
-//     server has a token (StartAdmin requires one), so any Host is
+//     server has a token (Start requires one), so any Host is
 //     answered and the token does the refusing.
 //   - State-changing requests (every method but GET, HEAD and OPTIONS),
 //     against cross-site request forgery: one whose Origin header is not
@@ -73,9 +72,11 @@ type AdminOptions struct {
 //     compared in constant time, as SHA-256 digests, so that neither its
 //     bytes nor its length can be found by timing.
 //
-// It is safe for concurrent use. Register pipelines before running them;
-// Close it after they end.
-type Admin struct {
+// It is safe for concurrent use. It serves from Start until Close; Register
+// pipelines before running them, and Close it after they end. It holds the
+// pipelines registered, never closes them, and reads them only through
+// their methods that are safe during a run.
+type Server struct {
 	srv *http.Server
 	ln  net.Listener
 	// hosts are the Host values accepted (lower case), and anyHost is set
@@ -88,38 +89,38 @@ type Admin struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 	mu       sync.Mutex
-	pipes    []*Pipeline
+	pipes    []*host.Pipeline
 	done     chan struct{}
 }
 
-// ErrAdminToken is returned by StartAdmin for a non-loopback address
-// without a token.
-var ErrAdminToken = errors.New("the admin server would be reachable from other machines: set a token, or listen on 127.0.0.1")
+// ErrTokenRequired is returned by Start for a non-loopback address without
+// a token.
+var ErrTokenRequired = errors.New("the admin server would be reachable from other machines: set a token, or listen on 127.0.0.1")
 
 // maxReloadWait bounds the wait of POST /api/plugins/reload.
 const maxReloadWait = 5 * time.Minute
 
-// StartAdmin starts the admin server; it refuses to listen beyond
+// Start starts the admin server; it refuses to listen beyond
 // loopback without a token.
-func StartAdmin(opts AdminOptions) (*Admin, error) {
+func Start(opts Options) (*Server, error) {
 	listen := opts.Listen
-	host, port, err := net.SplitHostPort(listen)
+	name, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen address %q: %w", listen, err)
 	}
-	if host == "" {
-		host = "127.0.0.1"
-		listen = net.JoinHostPort(host, port)
+	if name == "" {
+		name = "127.0.0.1"
+		listen = net.JoinHostPort(name, port)
 	}
-	if !isLoopback(host) && opts.Token == "" {
-		return nil, fmt.Errorf("admin: %s: %w", listen, ErrAdminToken)
+	if !isLoopback(name) && opts.Token == "" {
+		return nil, fmt.Errorf("admin: %s: %w", listen, ErrTokenRequired)
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("admin: %w", err)
 	}
-	a := &Admin{ln: ln, log: opts.Logger, registry: prometheus.NewRegistry(), done: make(chan struct{}),
-		hosts: acceptedHosts(host, ln.Addr()), anyHost: !isLoopback(host)}
+	a := &Server{ln: ln, log: opts.Logger, registry: prometheus.NewRegistry(), done: make(chan struct{}),
+		hosts: acceptedHosts(name, ln.Addr()), anyHost: !isLoopback(name)}
 	if opts.Token != "" {
 		a.tokenSum, a.hasToken = sha256.Sum256([]byte(opts.Token)), true
 	}
@@ -148,23 +149,23 @@ func StartAdmin(opts AdminOptions) (*Admin, error) {
 	return a, nil
 }
 
-// isLoopback reports whether host names only this machine.
-func isLoopback(host string) bool {
-	if host == "localhost" {
+// isLoopback reports whether name names only this machine.
+func isLoopback(name string) bool {
+	if name == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(name)
 	return ip != nil && ip.IsLoopback()
 }
 
 // acceptedHosts returns the Host values of requests meant for a server
-// that was asked to listen on host and is bound to addr: host and the bound
+// that was asked to listen on name and is bound to addr: name and the bound
 // IP, and the loopback names, each with the bound port (and without it on
 // port 80, where clients leave it out).
-func acceptedHosts(host string, addr net.Addr) map[string]bool {
+func acceptedHosts(name string, addr net.Addr) map[string]bool {
 	boundHost, port, _ := net.SplitHostPort(addr.String())
 	hosts := map[string]bool{}
-	for _, h := range []string{host, boundHost, "localhost", "127.0.0.1", "::1"} {
+	for _, h := range []string{name, boundHost, "localhost", "127.0.0.1", "::1"} {
 		hp := strings.ToLower(net.JoinHostPort(h, port))
 		hosts[hp] = true
 		if port == "80" {
@@ -175,16 +176,16 @@ func acceptedHosts(host string, addr net.Addr) map[string]bool {
 }
 
 // Addr returns the address the server listens on.
-func (a *Admin) Addr() string { return a.ln.Addr().String() }
+func (a *Server) Addr() string { return a.ln.Addr().String() }
 
 // Register adds a pipeline to the server's API and metrics. A second
 // pipeline with the same name is refused.
-func (a *Admin) Register(p *Pipeline) error {
+func (a *Server) Register(p *host.Pipeline) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, q := range a.pipes {
-		if q.cfg.Name == p.cfg.Name {
-			return fmt.Errorf("admin: a pipeline named %q is already registered", p.cfg.Name)
+		if q.Name() == p.Name() {
+			return fmt.Errorf("admin: a pipeline named %q is already registered", p.Name())
 		}
 	}
 	a.pipes = append(a.pipes, p)
@@ -192,12 +193,12 @@ func (a *Admin) Register(p *Pipeline) error {
 }
 
 // pipelinesCollector collects the metrics of every pipeline registered
-// with an Admin, so that they share one set of metric names, each sample
+// with a Server, so that they share one set of metric names, each sample
 // labelled with its pipeline. It is an unchecked collector (it describes
 // nothing): the pipelines, and the const labels of their histograms, are
 // known only as they register. Register keeps pipeline names unique, so no
 // two samples collide, which the registry checks at each scrape.
-type pipelinesCollector struct{ a *Admin }
+type pipelinesCollector struct{ a *Server }
 
 // Describe implements prometheus.Collector.
 func (pipelinesCollector) Describe(chan<- *prometheus.Desc) {}
@@ -205,12 +206,12 @@ func (pipelinesCollector) Describe(chan<- *prometheus.Desc) {}
 // Collect implements prometheus.Collector.
 func (c pipelinesCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range c.a.pipelines() {
-		p.metrics.collect(ch)
+		p.Collector().Collect(ch)
 	}
 }
 
 // Close stops the server.
-func (a *Admin) Close() error {
+func (a *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := a.srv.Shutdown(ctx)
@@ -218,15 +219,15 @@ func (a *Admin) Close() error {
 	return err
 }
 
-func (a *Admin) pipelines() []*Pipeline {
+func (a *Server) pipelines() []*host.Pipeline {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]*Pipeline(nil), a.pipes...)
+	return append([]*host.Pipeline(nil), a.pipes...)
 }
 
 // guard refuses requests for another Host (DNS rebinding) and
-// cross-origin state-changing requests (CSRF); see Admin.
-func (a *Admin) guard(h http.Handler) http.Handler {
+// cross-origin state-changing requests (CSRF); see Server.
+func (a *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probe := r.URL.Path == "/healthz" || r.URL.Path == "/readyz"
 		if !probe && !a.anyHost && !a.hosts[strings.ToLower(r.Host)] {
@@ -255,7 +256,7 @@ func (a *Admin) guard(h http.Handler) http.Handler {
 
 // ownOrigin reports whether origin, an Origin header, is the server's:
 // http:// and an accepted Host (beyond loopback, the request's Host).
-func (a *Admin) ownOrigin(origin string, r *http.Request) bool {
+func (a *Server) ownOrigin(origin string, r *http.Request) bool {
 	hostport, ok := strings.CutPrefix(strings.ToLower(origin), "http://")
 	if !ok {
 		return false
@@ -264,7 +265,7 @@ func (a *Admin) ownOrigin(origin string, r *http.Request) bool {
 }
 
 // auth requires the bearer token, when there is one.
-func (a *Admin) auth(h http.Handler) http.Handler {
+func (a *Server) auth(h http.Handler) http.Handler {
 	if !a.hasToken {
 		return h
 	}
@@ -287,7 +288,7 @@ func (a *Admin) auth(h http.Handler) http.Handler {
 // tokenMatches reports whether an Authorization header carries the token.
 // The SHA-256 digests are compared, in constant time, so that the time
 // taken depends neither on the token's bytes nor on its length.
-func (a *Admin) tokenMatches(header string) bool {
+func (a *Server) tokenMatches(header string) bool {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false // nothing secret decided this
@@ -296,12 +297,12 @@ func (a *Admin) tokenMatches(header string) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
 }
 
-func (a *Admin) readyz(w http.ResponseWriter, _ *http.Request) {
+func (a *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	var notReady []string
 	pipes := a.pipelines()
 	for _, p := range pipes {
-		if s := p.state(); s != StateRunning {
-			notReady = append(notReady, p.cfg.Name+" is "+s)
+		if s := p.Stats().State; s != host.StateRunning {
+			notReady = append(notReady, p.Name()+" is "+s)
 		}
 	}
 	if len(pipes) == 0 {
@@ -314,40 +315,39 @@ func (a *Admin) readyz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// StageInfo is one stage of a pipeline's topology in the admin API.
+// StageInfo is one stage of a pipeline's topology in the admin API. It is
+// a plain value.
 type StageInfo struct {
 	Name   string `json:"name"`
 	Type   string `json:"type"`
 	Plugin string `json:"plugin,omitempty"`
 }
 
-// PipelineInfo is a pipeline in the admin API: its topology and stats.
+// PipelineInfo is a pipeline in the admin API, GET /api/pipeline: its
+// topology and live stats. It is a plain value.
 type PipelineInfo struct {
-	Name      string         `json:"name"`
-	File      string         `json:"file"`
-	Sources   []StageInfo    `json:"sources"`
-	Operators []StageInfo    `json:"operators"`
-	Sinks     []StageInfo    `json:"sinks"`
-	Plugins   []PluginStatus `json:"plugins,omitempty"`
-	Stats     Stats          `json:"stats"`
+	Name      string              `json:"name"`
+	File      string              `json:"file"`
+	Sources   []StageInfo         `json:"sources"`
+	Operators []StageInfo         `json:"operators"`
+	Sinks     []StageInfo         `json:"sinks"`
+	Plugins   []host.PluginStatus `json:"plugins,omitempty"`
+	Stats     host.Stats          `json:"stats"`
 }
 
-// Info returns the pipeline's topology with its live stats.
-func (p *Pipeline) Info() PipelineInfo {
-	c := p.cfg
-	info := PipelineInfo{Name: c.Name, File: c.File, Plugins: p.Plugins(), Stats: p.Stats()}
-	for _, s := range c.Sources {
-		info.Sources = append(info.Sources, StageInfo{Name: s.Name, Type: string(s.Type)})
-	}
-	for _, op := range c.Operators {
-		si := StageInfo{Name: op.Name, Type: string(op.Type)}
-		if op.Type.IsPlugin() || (op.Type == config.OperatorWindow && op.Plugin != "") {
-			si.Plugin = op.Plugin
+// pipelineInfo returns the pipeline's topology with its live stats.
+func pipelineInfo(p *host.Pipeline) PipelineInfo {
+	info := PipelineInfo{Name: p.Name(), File: p.File(), Plugins: p.Plugins(), Stats: p.Stats()}
+	for _, st := range p.Topology() {
+		si := StageInfo{Name: st.Name, Type: st.Type, Plugin: st.Plugin}
+		switch st.Stage {
+		case "source":
+			info.Sources = append(info.Sources, si)
+		case "operator":
+			info.Operators = append(info.Operators, si)
+		case "sink":
+			info.Sinks = append(info.Sinks, si)
 		}
-		info.Operators = append(info.Operators, si)
-	}
-	for _, s := range c.Sinks {
-		info.Sinks = append(info.Sinks, StageInfo{Name: s.Name, Type: string(s.Type)})
 	}
 	return info
 }
@@ -360,26 +360,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-func (a *Admin) apiPipeline(w http.ResponseWriter, _ *http.Request) {
+func (a *Server) apiPipeline(w http.ResponseWriter, _ *http.Request) {
 	var out []PipelineInfo
 	for _, p := range a.pipelines() {
-		out = append(out, p.Info())
+		out = append(out, pipelineInfo(p))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (a *Admin) apiPlugins(w http.ResponseWriter, _ *http.Request) {
-	out := map[string][]PluginStatus{}
+func (a *Server) apiPlugins(w http.ResponseWriter, _ *http.Request) {
+	out := map[string][]host.PluginStatus{}
 	for _, p := range a.pipelines() {
-		out[p.cfg.Name] = p.Plugins()
+		out[p.Name()] = p.Plugins()
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-// apiReload reloads plugins and answers each operator's ReloadResult:
+// apiReload reloads plugins and answers each operator's host.ReloadResult:
 // {"results": [...]}, with 200 when none was refused or rolled back, else
-// 422 and "error" naming them.
-func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
+// 422 and "error" naming them. The pipelines reload side by side, each
+// waiting up to wait for its new versions' probation, so that the request
+// waits no longer for several pipelines than for one.
+func (a *Server) apiReload(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	pipeline, operator := q.Get("pipeline"), q.Get("operator")
 	var wait time.Duration
@@ -391,33 +393,39 @@ func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = d
 	}
-	var tickets []pluginop.Ticket
-	var missing []string
-	found := false
+	var pipes []*host.Pipeline
 	for _, p := range a.pipelines() {
-		if pipeline != "" && p.cfg.Name != pipeline {
+		if pipeline == "" || p.Name() == pipeline {
+			pipes = append(pipes, p)
+		}
+	}
+	each := make([][]host.ReloadResult, len(pipes))
+	errs := make([]error, len(pipes))
+	var wg sync.WaitGroup
+	for i, p := range pipes {
+		wg.Go(func() { each[i], errs[i] = p.Reload(r.Context(), operator, wait) })
+	}
+	wg.Wait()
+	results := []host.ReloadResult{} // [] in the answer, never null
+	var missing []string
+	for i, p := range pipes {
+		if errs[i] != nil {
+			missing = append(missing, p.Name()+": "+errs[i].Error())
 			continue
 		}
-		found = true
-		ts, err := p.reloadAll(r.Context(), operator)
-		if err != nil {
-			missing = append(missing, p.cfg.Name+": "+err.Error())
-			continue
-		}
-		tickets = append(tickets, ts...)
+		results = append(results, each[i]...)
 	}
 	switch {
-	case !found && pipeline == "":
+	case len(pipes) == 0 && pipeline == "":
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no pipeline registered"})
 		return
-	case !found:
+	case len(pipes) == 0:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no pipeline named %q", pipeline)})
 		return
-	case len(tickets) == 0 && len(missing) > 0:
+	case len(results) == 0 && len(missing) > 0:
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": strings.Join(missing, "; ")})
 		return
 	}
-	results := pluginop.AwaitProbation(r.Context(), wait, tickets)
 	var failed []string
 	for _, res := range results {
 		if res.Failed() {
@@ -431,7 +439,7 @@ func (a *Admin) apiReload(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"results": results})
 }
 
-func (a *Admin) apiPromote(w http.ResponseWriter, r *http.Request) {
+func (a *Server) apiPromote(w http.ResponseWriter, r *http.Request) {
 	pipeline, operator := r.URL.Query().Get("pipeline"), r.URL.Query().Get("operator")
 	if operator == "" {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "name the operator: ?operator=NAME"})
@@ -439,27 +447,27 @@ func (a *Admin) apiPromote(w http.ResponseWriter, r *http.Request) {
 	}
 	var errs []string
 	for _, p := range a.pipelines() {
-		if pipeline != "" && p.cfg.Name != pipeline {
+		if pipeline != "" && p.Name() != pipeline {
 			continue
 		}
 		err := p.Promote(r.Context(), operator)
 		if err == nil {
-			writeJSON(w, http.StatusOK, map[string]any{"promoted": true, "pipeline": p.cfg.Name})
+			writeJSON(w, http.StatusOK, map[string]any{"promoted": true, "pipeline": p.Name()})
 			return
 		}
-		if !errors.Is(err, ErrNoSuchPlugin) {
-			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": p.cfg.Name + ": " + err.Error()})
+		if !errors.Is(err, host.ErrNoSuchPlugin) {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": p.Name() + ": " + err.Error()})
 			return
 		}
-		errs = append(errs, p.cfg.Name+": "+err.Error())
+		errs = append(errs, p.Name()+": "+err.Error())
 	}
 	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such operator: " + strings.Join(errs, "; ")})
 }
 
 // apiState answers an interactive query: the state entries an operator
-// holds for one record key (Pipeline.QueryState), in the JSON form of weir
+// holds for one record key (host.Pipeline.QueryState), in the JSON form of weir
 // state inspect --json.
-func (a *Admin) apiState(w http.ResponseWriter, r *http.Request) {
+func (a *Server) apiState(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	pipeline, operator := q.Get("pipeline"), q.Get("operator")
 	if operator == "" || (q.Has("key") == q.Has("key_hex")) {
@@ -476,23 +484,23 @@ func (a *Admin) apiState(w http.ResponseWriter, r *http.Request) {
 	}
 	var errs []string
 	for _, p := range a.pipelines() {
-		if pipeline != "" && p.cfg.Name != pipeline {
+		if pipeline != "" && p.Name() != pipeline {
 			continue
 		}
 		es, err := p.QueryState(operator, key)
-		if errors.Is(err, ErrNoSuchOperator) {
+		if errors.Is(err, host.ErrNoSuchOperator) {
 			errs = append(errs, err.Error())
 			continue
 		}
 		if err != nil {
-			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": p.cfg.Name + ": " + err.Error()})
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": p.Name() + ": " + err.Error()})
 			return
 		}
 		out := make([]map[string]any, len(es))
 		for i := range es {
 			out[i] = es[i].Fields()
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"pipeline": p.cfg.Name, "operator": operator, "entries": out})
+		writeJSON(w, http.StatusOK, map[string]any{"pipeline": p.Name(), "operator": operator, "entries": out})
 		return
 	}
 	if len(errs) == 0 {

@@ -1,4 +1,4 @@
-package host
+package statetool_test
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/statetool"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -15,7 +17,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -47,7 +48,7 @@ func runPipeline(t testing.TB, path string) string {
 	t.Helper()
 	ctx := context.Background()
 	var out bytes.Buffer
-	p, err := Load(ctx, path, Options{Stdout: &out})
+	p, err := host.Load(ctx, path, host.Options{Stdout: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +165,8 @@ func TestStateExportImport(t *testing.T) {
 		{
 			name:        "many binary entries, more than a batch",
 			yaml:        directPipeline,
-			build:       func(t *testing.T, dir string) { writeEntries(t, dir, 3*importBatch+5) },
-			wantEntries: 3*importBatch + 5,
+			build:       func(t *testing.T, dir string) { writeEntries(t, dir, 3*statetool.ImportBatch+5) },
+			wantEntries: 3*statetool.ImportBatch + 5,
 		},
 	}
 	for _, tt := range tests {
@@ -182,7 +183,7 @@ func TestStateExportImport(t *testing.T) {
 				runPipeline(t, src)
 			}
 			var file bytes.Buffer
-			n, err := ExportState(ctx, src, &file)
+			n, err := statetool.Export(ctx, src, &file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +196,7 @@ func TestStateExportImport(t *testing.T) {
 			}
 
 			dst := statePipeline(t, dir, "imported", tt.yaml)
-			m, err := ImportState(ctx, dst, bytes.NewReader(file.Bytes()), false)
+			m, err := statetool.Import(ctx, dst, bytes.NewReader(file.Bytes()), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +213,7 @@ func TestStateExportImport(t *testing.T) {
 				t.Errorf("imported state differs\n got: %.2000s\nwant: %.2000s", got, want)
 			}
 			var again bytes.Buffer
-			if _, err := ExportState(ctx, dst, &again); err != nil {
+			if _, err := statetool.Export(ctx, dst, &again); err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(again.Bytes(), file.Bytes()) {
@@ -237,11 +238,11 @@ func TestStateImportResumes(t *testing.T) {
 	src := statePipeline(t, dir, "state", counterPipeline)
 	runPipeline(t, src)
 	var file bytes.Buffer
-	if _, err := ExportState(ctx, src, &file); err != nil {
+	if _, err := statetool.Export(ctx, src, &file); err != nil {
 		t.Fatal(err)
 	}
 	dst := statePipeline(t, dir, "imported", counterPipeline)
-	if _, err := ImportState(ctx, dst, &file, false); err != nil {
+	if _, err := statetool.Import(ctx, dst, &file, false); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(in, []byte(`{"id":"a"}`+"\n"+`{"id":"a"}`+"\n"+`{"id":"a"}`+"\n"), 0o644)
@@ -273,7 +274,7 @@ func TestStateInspect(t *testing.T) {
 	}
 	b.Close()
 
-	sv, err := OpenState(path)
+	sv, err := statetool.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,39 +315,6 @@ func TestStateInspect(t *testing.T) {
 }
 
 // TestDecodeEntry covers the user key conventions.
-func TestDecodeEntry(t *testing.T) {
-	be := func(tag byte, v uint64) []byte { return binary.BigEndian.AppendUint64([]byte{tag}, v) }
-	const start = 1710667200000 // 2024-03-17T09:20:00Z
-	tests := []struct {
-		name   string
-		typ    string
-		rk, uk []byte
-		v      []byte
-		want   string
-	}{
-		{"value state", "map", []byte("k"), []byte("vcount"), nil, `value "count"`},
-		{"map state", "flat_map", []byte("k"), []byte("m\x03LUTkey"), nil, `map "LUT" ["key"]`},
-		{"map state, bad length", "filter", []byte("k"), []byte("m\x09LUT"), nil, `raw "m\tLUT"`},
-		{"pane", "window", []byte("k"), be('p', uint64(start)^1<<63), nil, "pane start 2024-03-17T09:20:00Z"},
-		{"pane of the nil key", "window", nil, be('p'|0x80, uint64(start)^1<<63), nil, "pane start 2024-03-17T09:20:00Z (nil key)"},
-		{"session", "window", []byte("k"), be('s', uint64(start)^1<<63), binary.AppendUvarint(nil, 30000), "session [2024-03-17T09:20:00Z, 2024-03-17T09:20:30Z)"},
-		{"count window", "window", []byte("k"), []byte{'c'}, binary.AppendUvarint(binary.AppendVarint(binary.AppendUvarint(nil, 3), start), 1500), "count window, 3 records, [2024-03-17T09:20:00Z, 2024-03-17T09:20:01.5Z)"},
-		{"window operator entry", "window", nil, []byte{'m'}, nil, "window operator entry"},
-		{"rolling header", "rolling", []byte("k"), []byte{'o'}, nil, "rolling header"},
-		{"rolling row", "rolling", []byte("k"), be('O', 12), nil, "rolling row 12"},
-		{"unknown operator", "", []byte("k"), []byte("vx"), nil, `raw "vx"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			e := decodeEntry(config.OperatorType(tt.typ), tt.rk, tt.uk, tt.v)
-			e.UserKey = tt.uk
-			if got := e.Describe(); got != tt.want {
-				t.Errorf("Describe = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestStateRefusals covers what the tools refuse, and that a refused
 // import leaves the state directory as it was.
 func TestStateRefusals(t *testing.T) {
@@ -369,8 +337,8 @@ func TestStateRefusals(t *testing.T) {
 				}
 				t.Cleanup(func() { b.Close() })
 			},
-			run:    func(path string) error { _, err := OpenState(path); return err },
-			wantIs: ErrStateInUse,
+			run:    func(path string) error { _, err := statetool.Open(path); return err },
+			wantIs: statetool.ErrInUse,
 			want:   "is in use — is the pipeline running?",
 		},
 		{
@@ -382,8 +350,8 @@ func TestStateRefusals(t *testing.T) {
 				}
 				t.Cleanup(func() { b.Close() })
 			},
-			run:    func(path string) error { _, err := ExportState(ctx, path, io.Discard); return err },
-			wantIs: ErrStateInUse,
+			run:    func(path string) error { _, err := statetool.Export(ctx, path, io.Discard); return err },
+			wantIs: statetool.ErrInUse,
 			want:   "is the pipeline running?",
 		},
 		{
@@ -395,14 +363,17 @@ func TestStateRefusals(t *testing.T) {
 				}
 				t.Cleanup(func() { b.Close() })
 			},
-			run:    func(path string) error { _, err := ImportState(ctx, path, strings.NewReader(header), true); return err },
-			wantIs: ErrStateInUse,
+			run: func(path string) error {
+				_, err := statetool.Import(ctx, path, strings.NewReader(header), true)
+				return err
+			},
+			wantIs: statetool.ErrInUse,
 		},
 		{
 			name:    "import into a non-empty directory",
 			prepare: func(t *testing.T, stateDir string) { writeEntries(t, stateDir, 3) },
 			run: func(path string) error {
-				_, err := ImportState(ctx, path, strings.NewReader(header), false)
+				_, err := statetool.Import(ctx, path, strings.NewReader(header), false)
 				return err
 			},
 			want: "is not empty",
@@ -413,20 +384,23 @@ func TestStateRefusals(t *testing.T) {
 				os.Mkdir(stateDir, 0o755)
 				os.WriteFile(filepath.Join(stateDir, "precious.txt"), []byte("x"), 0o644)
 			},
-			run:  func(path string) error { _, err := ImportState(ctx, path, strings.NewReader(header), true); return err },
+			run: func(path string) error {
+				_, err := statetool.Import(ctx, path, strings.NewReader(header), true)
+				return err
+			},
 			want: "holds files but no badger state",
 		},
 		{
 			name: "another pipeline's file",
 			run: func(path string) error {
-				_, err := ImportState(ctx, path, strings.NewReader(strings.Replace(header, "direct", "other", 1)), false)
+				_, err := statetool.Import(ctx, path, strings.NewReader(strings.Replace(header, "direct", "other", 1)), false)
 				return err
 			},
 			want: `the state of pipeline "other", not "direct"`,
 		},
 		{
 			name:   "inspect a missing state",
-			run:    func(path string) error { _, err := OpenState(path); return err },
+			run:    func(path string) error { _, err := statetool.Open(path); return err },
 			wantIs: fs.ErrNotExist,
 			want:   "has not run",
 		},
@@ -434,7 +408,7 @@ func TestStateRefusals(t *testing.T) {
 			name: "export a pipeline with memory state",
 			run: func(path string) error {
 				os.WriteFile(path, []byte("name: direct\nsources: [{name: in, type: stdin}]\nsinks: [{name: out, type: discard}]\n"), 0o644)
-				_, err := ExportState(ctx, path, io.Discard)
+				_, err := statetool.Export(ctx, path, io.Discard)
 				return err
 			},
 			want: "keeps its state in memory",
@@ -443,10 +417,10 @@ func TestStateRefusals(t *testing.T) {
 			name: "an invalid pipeline file",
 			run: func(path string) error {
 				os.WriteFile(path, []byte("name: x\n"), 0o644)
-				_, err := OpenState(path)
+				_, err := statetool.Open(path)
 				return err
 			},
-			wantIs: ErrConfig,
+			wantIs: host.ErrConfig,
 		},
 	}
 	for _, tt := range tests {
@@ -498,7 +472,7 @@ func TestImportMalformed(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "in.json"), nil, 0o644)
 			path := statePipeline(t, dir, "state", directPipeline)
-			_, err := ImportState(context.Background(), path, strings.NewReader(tt.file), false)
+			_, err := statetool.Import(context.Background(), path, strings.NewReader(tt.file), false)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one saying %q", err, tt.want)
 			}
@@ -510,58 +484,4 @@ func TestImportMalformed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzImportStateFile feeds the state file decoder arbitrary input: it
-// must not panic, its errors must name a line, and what it accepts must
-// survive writing and reading again unchanged.
-func FuzzImportStateFile(f *testing.F) {
-	const header = `{"format":"weir-state-v1","pipeline":"p","checkpoint":null}` + "\n"
-	f.Add([]byte(header + `{"k":"YQ==","v":"Yg=="}` + "\n"))
-	f.Add([]byte(`{"format":"weir-state-v1","pipeline":"p","checkpoint":{"engine":{"epoch":2,"sources":[],"watermark":5,"times":[]},"changelog_next":7}}` + "\n" + `{"k":"AWFi","v":""}`))
-	f.Add([]byte(header + "\n\r\n" + `{"k":"YQ==","v":"Yg==","k":"Yg=="}`))
-	f.Add([]byte(`{"format":"weir-state-v1"}`))
-	f.Add([]byte("\x00\n{}"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		type kv struct{ k, v string }
-		decode := func(data []byte) ([]kv, []byte, error) {
-			d, err := newStateDecoder(bytes.NewReader(data))
-			if err != nil {
-				return nil, nil, err
-			}
-			var out []kv
-			for {
-				k, v, err := d.next()
-				if err == io.EOF {
-					return out, d.meta, nil
-				}
-				if err != nil {
-					return nil, nil, err
-				}
-				out = append(out, kv{string(k), string(v)})
-			}
-		}
-		entries, meta, err := decode(data)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "line ") {
-				t.Fatalf("error without a line: %v", err)
-			}
-			return
-		}
-		if meta == nil {
-			meta = []byte("null")
-		}
-		var re []byte
-		re = fmt.Appendf(re, `{"format":%q,"pipeline":"p","checkpoint":%s}`+"\n", StateFormat, meta)
-		for _, e := range entries {
-			re = appendEntryLine(re, []byte(e.k), []byte(e.v))
-		}
-		entries2, _, err := decode(re)
-		if err != nil {
-			t.Fatalf("re-encoded file fails: %v\n%s", err, re)
-		}
-		if fmt.Sprint(entries2) != fmt.Sprint(entries) {
-			t.Fatalf("round trip changed entries: %q, want %q", entries2, entries)
-		}
-	})
 }

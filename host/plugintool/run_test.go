@@ -1,13 +1,13 @@
-package host_test
+package plugintool_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
-func TestParsePluginTestFile(t *testing.T) {
+func TestParseTestFile(t *testing.T) {
 	tests := []struct {
 		name, file, wantErr string
 		cases               int
@@ -25,7 +25,7 @@ func TestParsePluginTestFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := host.ParsePluginTestFile(strings.NewReader(tt.file))
+			f, err := plugintool.ParseTestFile(strings.NewReader(tt.file))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err %v, want %q", err, tt.wantErr)
@@ -42,11 +42,11 @@ func TestParsePluginTestFile(t *testing.T) {
 	}
 }
 
-func FuzzParsePluginTestFile(f *testing.F) {
+func FuzzParseTestFile(f *testing.F) {
 	f.Add(`{"op":"map","config":{}}` + "\n" + `{"key":"k","value":"v","want":["x","error:"]}`)
 	f.Add(`{"op":"aggregate"}` + "\n" + `{"result":"r"}`)
 	f.Fuzz(func(t *testing.T, s string) {
-		tf, err := host.ParsePluginTestFile(strings.NewReader(s))
+		tf, err := plugintool.ParseTestFile(strings.NewReader(s))
 		if err == nil && (tf == nil || (tf.Op == "aggregate" && tf.Result == nil)) {
 			t.Fatalf("accepted an incomplete file: %+v", tf)
 		}

@@ -1,4 +1,4 @@
-package host
+package assembly
 
 import (
 	"context"
@@ -16,37 +16,17 @@ import (
 	"github.com/weir-stream/weir/host/internal/kafka"
 )
 
-// Broker is an embedded Kafka broker (kfake, the real wire protocol) that
-// pipelines naming no brokers can share. Close it after the pipelines that
-// use it have finished. It is safe for concurrent use.
-type Broker struct {
-	b *kafka.Broker
-}
+// ConfigError is a problem with the pipeline file found only when its
+// brokers are asked (a topic it writes is missing): the run does not
+// start. Fix the file or the cluster and run again.
+type ConfigError struct{ Err error }
 
-// StartBroker starts an embedded broker as BrokerOptions say (Topics,
-// DataDir, Listen).
-func StartBroker(opts BrokerOptions) (*Broker, error) {
-	topics, err := kafka.ParseTopics(opts.Topics)
-	if err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	b, err := kafka.StartBroker(kafka.BrokerConfig{Listen: opts.Listen, Topics: topics, DataDir: opts.DataDir, Logger: opts.Logger,
-		AutoCreateTopics: opts.AutoCreateTopics})
-	if err != nil {
-		return nil, err
-	}
-	return &Broker{b: b}, nil
-}
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Addrs returns the addresses the broker listens on.
-func (b *Broker) Addrs() []string { return b.b.Addrs() }
-
-// Close stops the broker.
-func (b *Broker) Close() { b.b.Close() }
-
-// clientConfig is the client config of the pipeline's kafka block.
-func (p *Pipeline) clientConfig() kafka.ClientConfig {
-	k := p.cfg.Kafka
+// ClientConfig is the client config of the pipeline's kafka block.
+func ClientConfig(cfg *config.Pipeline) kafka.ClientConfig {
+	k := cfg.Kafka
 	return kafka.ClientConfig{
 		Brokers:  k.Brokers,
 		ClientID: k.ClientID,
@@ -62,56 +42,58 @@ func (p *Pipeline) clientConfig() kafka.ClientConfig {
 // With brokers, it logs which and why, and fails if a topic the pipeline
 // writes is missing there (checkOutputTopics). The returned stop function
 // closes a broker started here.
-func (p *Pipeline) kafkaClient(ctx context.Context) (kafka.ClientConfig, func(), error) {
-	k := p.cfg.Kafka
-	cc := p.clientConfig()
+func (b *builder) kafkaClient(ctx context.Context) error {
+	k := b.Config.Kafka
+	b.cc = ClientConfig(b.Config)
 	if !k.IsEmbedded() {
-		p.logBrokers()
-		if err := p.checkOutputTopics(ctx, cc, true); err != nil {
-			return cc, nil, err
-		}
-		return cc, func() {}, nil
+		logBrokers(b.Config, b.Logger)
+		return checkOutputTopics(ctx, b.Config, b.cc, b.Logger, true)
 	}
-	stop := func() {}
-	b, partitions := p.opts.Broker, int32(k.Embedded.Partitions)
-	if b == nil {
-		kb, err := kafka.StartBroker(kafka.BrokerConfig{Listen: k.Embedded.Listen, DataDir: k.Embedded.DataDir, Logger: p.opts.Logger})
+	br, partitions := b.Broker, int32(k.Embedded.Partitions)
+	if br == nil {
+		kb, err := kafka.StartBroker(kafka.BrokerConfig{Listen: k.Embedded.Listen, DataDir: k.Embedded.DataDir, Logger: b.Logger})
 		if err != nil {
-			return cc, nil, fmt.Errorf("%s: starting the embedded Kafka broker: %w", k.Embedded.Pos, err)
+			return fmt.Errorf("%s: starting the embedded Kafka broker: %w", k.Embedded.Pos, err)
 		}
-		b = &Broker{b: kb}
-		stop = kb.Close
+		br = kb
+		b.run.stops = append(b.run.stops, kb.Close)
 	}
+	topics := namedTopics(b.Config)
+	for _, t := range topics {
+		if err := br.CreateTopic(ctx, t, partitions); err != nil {
+			return fmt.Errorf("embedded Kafka broker: creating topic %q: %w", t, err)
+		}
+	}
+	b.cc.Brokers = br.Addrs()
+	b.Logger.Info("no Kafka brokers configured: using an embedded broker",
+		"pipeline", b.Config.Name, "addrs", b.cc.Brokers, "topics", topics, "partitions", partitions)
+	return nil
+}
+
+// namedTopics are the topics the pipeline names: its Kafka sources',
+// sinks', dead-letter output's and tables'.
+func namedTopics(cfg *config.Pipeline) []string {
 	var topics []string
-	for _, s := range p.cfg.Sources {
+	for _, s := range cfg.Sources {
 		topics = append(topics, s.Topics...)
 	}
-	for _, s := range p.cfg.Sinks {
+	for _, s := range cfg.Sinks {
 		if s.Type == config.SinkKafka && s.Topic != "" {
 			topics = append(topics, s.Topic)
 		}
 	}
-	if p.cfg.DeadLetter.Type == config.DeadLetterKafka {
-		topics = append(topics, p.cfg.DeadLetter.Topic)
+	if cfg.DeadLetter.Type == config.DeadLetterKafka {
+		topics = append(topics, cfg.DeadLetter.Topic)
 	}
-	for _, op := range p.cfg.Operators {
+	for _, op := range cfg.Operators {
 		if op.Type == config.OperatorTableJoin {
 			topics = append(topics, op.TableJoin.Topic)
 		}
 	}
-	for _, t := range topics {
-		if err := b.b.CreateTopic(ctx, t, partitions); err != nil {
-			stop()
-			return cc, nil, fmt.Errorf("embedded Kafka broker: creating topic %q: %w", t, err)
-		}
-	}
-	cc.Brokers = b.Addrs()
-	p.opts.Logger.Info("no Kafka brokers configured: using an embedded broker",
-		"pipeline", p.cfg.Name, "addrs", cc.Brokers, "topics", topics, "partitions", partitions)
-	return cc, stop, nil
+	return topics
 }
 
-func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.Source, error) {
+func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 	start := map[config.StartPosition]kafka.StartPosition{
 		config.StartEarliest: kafka.StartEarliest, config.StartLatest: kafka.StartLatest,
 		config.StartCommitted: kafka.StartCommitted, config.StartTimestamp: kafka.StartTimestamp,
@@ -120,23 +102,24 @@ func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.
 	if s.Format == config.KafkaFormatRaw {
 		format = kafka.FormatRaw
 	}
-	c := &p.cfg.Checkpoints
+	c := &b.Config.Checkpoints
+	keyed := KeyedState(b.Ops)
 	var txn *kafka.TxnConfig
 	if c.Enabled && c.Delivery == config.ExactlyOnce {
-		txn = &kafka.TxnConfig{ID: p.transactionalID(s), Timeout: max(time.Minute, 2*c.Interval)}
-		for i := range p.cfg.Sinks {
+		txn = &kafka.TxnConfig{ID: transactionalID(b.Config, s, keyed), Timeout: max(time.Minute, 2*c.Interval)}
+		for i := range b.Config.Sinks {
 			// The transaction's producer takes the first Kafka sink's settings.
-			if k := &p.cfg.Sinks[i]; k.Type == config.SinkKafka {
+			if k := &b.Config.Sinks[i]; k.Type == config.SinkKafka {
 				txn.Compression, txn.Linger, txn.BatchMaxBytes = string(k.Compression), k.Linger, k.BatchMaxBytes
 				break
 			}
 		}
 	}
 	src, err := kafka.NewSource(kafka.SourceConfig{
-		Name: s.Name, Client: cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
-		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: p.opts.Logger,
+		Name: s.Name, Client: b.cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
+		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: b.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
-		SessionTimeout: s.SessionTimeout, Exclusive: p.exclusive(), PositionsFromGroup: !p.keyedState(),
+		SessionTimeout: s.SessionTimeout, Exclusive: keyed, PositionsFromGroup: !keyed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
@@ -152,9 +135,9 @@ func (p *Pipeline) kafkaSource(s *config.Source, cc kafka.ClientConfig) (*kafka.
 // the source's instance_id or, without one, the host name. Restarted with
 // the same suffix, an instance fences its predecessor; two instances on
 // one host need their own instance_id.
-func (p *Pipeline) transactionalID(s *config.Source) string {
-	c := &p.cfg.Checkpoints
-	if !c.DefaultTransactionalID || p.keyedState() {
+func transactionalID(cfg *config.Pipeline, s *config.Source, keyed bool) string {
+	c := &cfg.Checkpoints
+	if !c.DefaultTransactionalID || keyed {
 		return c.TransactionalID
 	}
 	suffix := s.InstanceID
@@ -167,11 +150,11 @@ func (p *Pipeline) transactionalID(s *config.Source) string {
 	return c.TransactionalID + "-" + suffix
 }
 
-func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger, txn *kafka.Txn) (engine.Sink, error) {
+func (b *builder) kafkaSink(s *config.Sink) (engine.Sink, error) {
 	snk, err := kafka.NewSink(kafka.SinkConfig{
-		Name: s.Name, Client: cc, Topic: s.Topic, TopicField: s.TopicPath, KeyField: s.KeyPath,
+		Name: s.Name, Client: b.cc, Topic: s.Topic, TopicField: s.TopicPath, KeyField: s.KeyPath,
 		Compression: string(s.Compression), Linger: s.Linger, BatchMaxBytes: s.BatchMaxBytes,
-		Acks: string(s.Acks), DeliveryTimeout: s.DeliveryTimeout, Logger: log, Txn: txn,
+		Acks: string(s.Acks), DeliveryTimeout: s.DeliveryTimeout, Logger: b.Logger, Txn: b.txn,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
@@ -182,26 +165,26 @@ func kafkaSink(s *config.Sink, cc kafka.ClientConfig, log *slog.Logger, txn *kaf
 // logBrokers logs which Kafka cluster the pipeline uses, and why: the
 // brokers of the file, or of the environment, which win over the file's
 // embedded block.
-func (p *Pipeline) logBrokers() {
-	k := &p.cfg.Kafka
+func logBrokers(cfg *config.Pipeline, log *slog.Logger) {
+	k := &cfg.Kafka
 	at := k.At("brokers")
 	msg := fmt.Sprintf("using brokers %s from %s", strings.Join(k.Brokers, ","), at)
 	if _, embedded := k.Positions["embedded"]; embedded && at.IsEnv() {
 		msg += "; the embedded broker settings are ignored"
 	}
-	p.opts.Logger.Info(msg, "pipeline", p.cfg.Name)
+	log.Info(msg, "pipeline", cfg.Name)
 }
 
 // CheckKafka checks, for a pipeline that names brokers, that every topic
 // it writes (its Kafka sinks' and dead-letter output's) exists there, or
 // that the brokers create topics on first use. It creates nothing. A run
 // checks the same before it reads a record; weir validate calls it after
-// Load.
-func (p *Pipeline) CheckKafka(ctx context.Context) error {
-	if !p.cfg.UsesKafka() || p.cfg.Kafka.IsEmbedded() {
+// loading.
+func CheckKafka(ctx context.Context, cfg *config.Pipeline, log *slog.Logger) error {
+	if !cfg.UsesKafka() || cfg.Kafka.IsEmbedded() {
 		return nil
 	}
-	return p.checkOutputTopics(ctx, p.clientConfig(), false)
+	return checkOutputTopics(ctx, cfg, ClientConfig(cfg), log, false)
 }
 
 // outputTopic is a fixed topic the pipeline writes, and what writes it.
@@ -212,14 +195,14 @@ type outputTopic struct {
 
 // outputTopics returns the fixed topics of the pipeline's Kafka sinks and
 // dead-letter output.
-func (p *Pipeline) outputTopics() []outputTopic {
+func outputTopics(cfg *config.Pipeline) []outputTopic {
 	var out []outputTopic
-	for i := range p.cfg.Sinks {
-		if s := &p.cfg.Sinks[i]; s.Type == config.SinkKafka && s.Topic != "" {
+	for i := range cfg.Sinks {
+		if s := &cfg.Sinks[i]; s.Type == config.SinkKafka && s.Topic != "" {
 			out = append(out, outputTopic{s.At("topic"), "sink " + strconv.Quote(s.Name), s.Topic})
 		}
 	}
-	if dl := &p.cfg.DeadLetter; dl.Type == config.DeadLetterKafka {
+	if dl := &cfg.DeadLetter; dl.Type == config.DeadLetterKafka {
 		out = append(out, outputTopic{dl.At("topic"), "dead_letter", dl.Topic})
 	}
 	return out
@@ -230,8 +213,8 @@ func (p *Pipeline) outputTopics() []outputTopic {
 // use; with create, those they do create are created now (see
 // kafka.MissingTopics). Brokers that cannot be asked are only warned
 // about: the run's clients go on trying them.
-func (p *Pipeline) checkOutputTopics(ctx context.Context, cc kafka.ClientConfig, create bool) error {
-	outs := p.outputTopics()
+func checkOutputTopics(ctx context.Context, cfg *config.Pipeline, cc kafka.ClientConfig, log *slog.Logger, create bool) error {
+	outs := outputTopics(cfg)
 	if len(outs) == 0 {
 		return nil
 	}
@@ -241,7 +224,7 @@ func (p *Pipeline) checkOutputTopics(ctx context.Context, cc kafka.ClientConfig,
 	}
 	missing, err := kafka.MissingTopics(ctx, cc, topics, create)
 	if err != nil {
-		p.opts.Logger.Warn("could not check that the output topics exist", "pipeline", p.cfg.Name, "brokers", cc.Brokers, "error", err)
+		log.Warn("could not check that the output topics exist", "pipeline", cfg.Name, "brokers", cc.Brokers, "error", err)
 		return nil
 	}
 	var errs []error
@@ -254,21 +237,5 @@ func (p *Pipeline) checkOutputTopics(ctx context.Context, cc kafka.ClientConfig,
 	if len(errs) == 0 {
 		return nil
 	}
-	return &loadError{kind: ErrConfig, err: errors.Join(errs...)}
-}
-
-// consumerLag sums the Kafka sources' consumer lag, or is nil while it is
-// unknown: a source holds no partition (it has not joined its group yet,
-// or members of an earlier run still hold them), when 0 would read as
-// caught up.
-func consumerLag(sources []*kafka.Source) *int64 {
-	var sum int64
-	for _, s := range sources {
-		n, known := s.LagKnown()
-		if !known {
-			return nil
-		}
-		sum += n
-	}
-	return &sum
+	return &ConfigError{Err: errors.Join(errs...)}
 }

@@ -1,27 +1,28 @@
-package host
+package plugintool
 
 import (
 	"context"
 	"fmt"
 	"os"
 
+	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
-// BuildPlugin builds the Go SDK plugin in dir, or finds it in the cache
+// Build builds the Go SDK plugin in dir, or finds it in the cache
 // under cacheDir (empty for the default), and returns the module's path and
 // whether the cache had it.
-func BuildPlugin(ctx context.Context, dir, cacheDir string) (path string, cached bool, err error) {
+func Build(ctx context.Context, dir, cacheDir string) (path string, cached bool, err error) {
 	src, err := pluginbuild.Build(ctx, dir, pluginbuild.Options{CacheDir: cacheDir})
 	if err != nil {
-		return "", false, fmt.Errorf("%w: %w", ErrPlugin, err)
+		return "", false, fmt.Errorf("%w: %w", host.ErrPlugin, err)
 	}
 	return src.Path, src.Cached, nil
 }
 
-// PluginInfo describes a module without running it.
-type PluginInfo struct {
+// Info describes a module without running it. It is a plain value.
+type Info struct {
 	Path       string   `json:"path"`
 	Size       int      `json:"size"`
 	ABIVersion int      `json:"abi_version"` // 0 when the module declares none
@@ -34,19 +35,19 @@ type PluginInfo struct {
 	Problems []string `json:"problems"`
 }
 
-// InspectPlugin describes the .wasm file at path. It fails only when the
+// Inspect describes the .wasm file at path. It fails only when the
 // file cannot be read or is not WebAssembly; a module that is not a valid
 // weir plugin is described, with Problems saying why.
-func InspectPlugin(path string) (PluginInfo, error) {
+func Inspect(path string) (Info, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return PluginInfo{}, err
+		return Info{}, err
 	}
 	info, err := wasm.Inspect(b)
 	if err != nil {
-		return PluginInfo{}, fmt.Errorf("%s: %w: %w", path, ErrPlugin, err)
+		return Info{}, fmt.Errorf("%s: %w: %w", path, host.ErrPlugin, err)
 	}
-	pi := PluginInfo{Path: path, Size: info.Size, ABIVersion: info.ABIVersion, Problems: info.Problems,
+	pi := Info{Path: path, Size: info.Size, ABIVersion: info.ABIVersion, Problems: info.Problems,
 		Ops: []string{}, Exports: []string{}, Imports: []string{}}
 	for _, op := range info.Ops {
 		pi.Ops = append(pi.Ops, op.String())

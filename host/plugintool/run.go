@@ -1,4 +1,4 @@
-package host
+package plugintool
 
 import (
 	"bufio"
@@ -12,28 +12,26 @@ import (
 	"strings"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/wasm"
 	"github.com/weir-stream/weir/state"
 )
 
-// Running a plugin directly, without a pipeline: for the cross-language
-// conformance suite, `weir plugin test`, and plugin authors' own tests.
-
-// PluginInput is one record given to RunPlugin. A nil Key is a record
-// without a key.
-type PluginInput struct {
+// Input is one record given to Run. A nil Key is a record without a key.
+// It is a plain value.
+type Input struct {
 	Key   []byte
 	Value []byte
 }
 
-// PluginOutput is one thing RunPlugin's plugin did with an input: a record
-// it emitted (Value, Key), a rejection with the plugin's message (Error),
-// or a failure of the plugin on that record alone (Trap, the host's
-// reason). Input is the index of the input it came from, or -1 for an
-// aggregate's result.
-type PluginOutput struct {
+// Output is one thing Run's plugin did with an input: a record it emitted
+// (Value, Key), a rejection with the plugin's message (Error), or a
+// failure of the plugin on that record alone (Trap, the host's reason).
+// Input is the index of the input it came from, or -1 for an aggregate's
+// result. It is a plain value.
+type Output struct {
 	Input int    `json:"input"`
 	Key   []byte `json:"key,omitempty"`
 	Value []byte `json:"value,omitempty"`
@@ -41,16 +39,17 @@ type PluginOutput struct {
 	Trap  string `json:"trap,omitempty"`
 }
 
-// PluginOps are the operations RunPlugin runs: a batch operation, or
-// "aggregate", which adds the first half of the inputs to one accumulator
-// and the rest to another, merges the two, and outputs the result.
-var PluginOps = []string{"map", "flat_map", "filter", "aggregate"}
+// Ops are the operations Run runs: a batch operation, or "aggregate",
+// which adds the first half of the inputs to one accumulator and the rest
+// to another, merges the two, and outputs the result. It is read, never
+// written.
+var Ops = []string{"map", "flat_map", "filter", "aggregate"}
 
-// RunPlugin builds (if path is a source folder), loads and initialises the
+// Run builds (if path is a source folder), loads and initialises the
 // plugin at path with config, and runs the inputs through op: all in one
 // batch, with state in memory. Outputs come in input order. An error means
 // the plugin could not load or run at all.
-func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []PluginInput, cacheDir string) ([]PluginOutput, error) {
+func Run(ctx context.Context, path, op string, config []byte, inputs []Input, cacheDir string) ([]Output, error) {
 	var aop abi.Op
 	switch op {
 	case "map":
@@ -62,14 +61,14 @@ func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []Plu
 	case "aggregate":
 		aop = abi.OpAggregate
 	default:
-		return nil, fmt.Errorf("unknown operation %q (want %s)", op, strings.Join(PluginOps, ", "))
+		return nil, fmt.Errorf("unknown operation %q (want %s)", op, strings.Join(Ops, ", "))
 	}
 	if cacheDir == "" {
 		cacheDir = pluginbuild.DefaultCacheDir()
 	}
 	bin, _, err := pluginbuild.Load(ctx, path, pluginbuild.Options{CacheDir: cacheDir})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPlugin, err)
+		return nil, fmt.Errorf("%w: %w", host.ErrPlugin, err)
 	}
 	rt, err := wasm.NewRuntime(ctx, wasm.RuntimeOptions{CacheDir: cacheDir, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -81,12 +80,12 @@ func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []Plu
 	}
 	plug, err := rt.Load(ctx, wasm.PluginConfig{Operator: "test", Path: path, Wasm: bin, Op: aop, InitConfig: config, Store: state.NewMemory()})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPlugin, err)
+		return nil, fmt.Errorf("%w: %w", host.ErrPlugin, err)
 	}
 	defer plug.Close(ctx)
 	w, err := plug.NewWorker(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPlugin, err)
+		return nil, fmt.Errorf("%w: %w", host.ErrPlugin, err)
 	}
 	defer w.Close(ctx)
 	recs := make([]record.Record, len(inputs))
@@ -100,9 +99,9 @@ func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []Plu
 	if err := w.Process(ctx, recs, &out); err != nil {
 		return nil, err
 	}
-	var res []PluginOutput
+	var res []Output
 	for _, r := range out.Records {
-		res = append(res, PluginOutput{Input: int(r.Origin.Offset), Key: r.Key, Value: r.Value})
+		res = append(res, Output{Input: int(r.Origin.Offset), Key: r.Key, Value: r.Value})
 	}
 	for _, d := range out.Dead {
 		res = append(res, deadOutput(d))
@@ -113,7 +112,7 @@ func RunPlugin(ctx context.Context, path, op string, config []byte, inputs []Plu
 
 // runAggregate adds the first half of recs to one accumulator and the rest
 // to another, merges them and returns the result, after the rejections.
-func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]PluginOutput, error) {
+func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]Output, error) {
 	acc, err := w.AggCreate(ctx)
 	if err != nil {
 		return nil, err
@@ -123,7 +122,7 @@ func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]
 	if err := w.AggAdd(ctx, []wasm.AggGroup{{Acc: acc, Records: recs[:half]}, {Acc: acc, Records: recs[half:]}}, &out); err != nil {
 		return nil, err
 	}
-	var res []PluginOutput
+	var res []Output
 	for _, d := range out.Dead {
 		res = append(res, deadOutput(d))
 	}
@@ -145,13 +144,13 @@ func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]
 		return nil, errors.New("result: " + v.Err)
 	}
 	sortOutputs(res)
-	return append(res, PluginOutput{Input: -1, Value: v.Value}), nil
+	return append(res, Output{Input: -1, Value: v.Value}), nil
 }
 
 // deadOutput turns a dead letter into a rejection or a trap.
-func deadOutput(d record.DeadLetter) PluginOutput {
-	o := PluginOutput{Input: int(d.Record.Origin.Offset)}
-	for _, op := range PluginOps {
+func deadOutput(d record.DeadLetter) Output {
+	o := Output{Input: int(d.Record.Origin.Offset)}
+	for _, op := range Ops {
 		if msg, ok := strings.CutPrefix(d.Reason, op+" error: "); ok {
 			o.Error = msg
 			return o
@@ -163,7 +162,7 @@ func deadOutput(d record.DeadLetter) PluginOutput {
 
 // sortOutputs orders outputs by input, keeping each input's in emission
 // order.
-func sortOutputs(res []PluginOutput) {
+func sortOutputs(res []Output) {
 	for i := 1; i < len(res); i++ {
 		for j := i; j > 0 && res[j].Input < res[j-1].Input; j-- {
 			res[j], res[j-1] = res[j-1], res[j]
@@ -171,32 +170,32 @@ func sortOutputs(res []PluginOutput) {
 	}
 }
 
-// PluginCase is one case of a plugin test file: an input and what the
-// plugin must do with it. A Want entry is an emitted value, "error: <msg>"
-// for a rejection with exactly that message, "error:" for a rejection with
-// any message, or "trap" for a failure on the record.
-type PluginCase struct {
+// Case is one case of a plugin test file: an input and what the plugin
+// must do with it. A Want entry is an emitted value, "error: <msg>" for a
+// rejection with exactly that message, "error:" for a rejection with any
+// message, or "trap" for a failure on the record. It is a plain value.
+type Case struct {
 	Key   *string  `json:"key,omitempty"`
 	Value string   `json:"value"`
 	Want  []string `json:"want"`
 }
 
-// PluginTestFile is a plugin test file (weir-test.jsonl): a header line
+// TestFile is a plugin test file (weir-test.jsonl): a header line
 // {"op":"map","config":{…}}, one line per case, and for an aggregate a
-// last line {"result":"…"}.
-type PluginTestFile struct {
+// last line {"result":"…"}. It is a plain value, as ParseTestFile
+// returns it; Test only reads it.
+type TestFile struct {
 	Op     string          `json:"op"`
 	Config json.RawMessage `json:"config,omitempty"`
-	Cases  []PluginCase    `json:"-"`
+	Cases  []Case          `json:"-"`
 	Result *string         `json:"-"`
 }
 
-// ParsePluginTestFile reads a plugin test file, naming the line of any
-// problem.
-func ParsePluginTestFile(r io.Reader) (*PluginTestFile, error) {
+// ParseTestFile reads a plugin test file, naming the line of any problem.
+func ParseTestFile(r io.Reader) (*TestFile, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var f *PluginTestFile
+	var f *TestFile
 	line := 0
 	for sc.Scan() {
 		line++
@@ -205,14 +204,14 @@ func ParsePluginTestFile(r io.Reader) (*PluginTestFile, error) {
 			continue
 		}
 		if f == nil {
-			f = new(PluginTestFile)
+			f = new(TestFile)
 			dec := json.NewDecoder(strings.NewReader(text))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(f); err != nil {
 				return nil, fmt.Errorf("line %d: the header, {\"op\":…,\"config\":…}: %w", line, err)
 			}
-			if !slices.Contains(PluginOps, f.Op) {
-				return nil, fmt.Errorf("line %d: unknown op %q (want %s)", line, f.Op, strings.Join(PluginOps, ", "))
+			if !slices.Contains(Ops, f.Op) {
+				return nil, fmt.Errorf("line %d: unknown op %q (want %s)", line, f.Op, strings.Join(Ops, ", "))
 			}
 			continue
 		}
@@ -234,7 +233,7 @@ func ParsePluginTestFile(r io.Reader) (*PluginTestFile, error) {
 			f.Result = &s
 			continue
 		}
-		var c PluginCase
+		var c Case
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
@@ -254,26 +253,26 @@ func ParsePluginTestFile(r io.Reader) (*PluginTestFile, error) {
 	return f, nil
 }
 
-// PluginCaseResult is how one case went: what the plugin did, and whether
-// that is what the case wants.
-type PluginCaseResult struct {
-	Case PluginCase
+// CaseResult is how one case went: what the plugin did, and whether that
+// is what the case wants. It is a plain value.
+type CaseResult struct {
+	Case Case
 	Got  []string
 	OK   bool
 }
 
-// TestPlugin runs a plugin test file's cases through the plugin at path,
-// all in one batch, and returns how each went; for an aggregate, the last
-// result is the aggregate's result. An error means the plugin could not run.
-func TestPlugin(ctx context.Context, path string, f *PluginTestFile, cacheDir string) ([]PluginCaseResult, error) {
-	ins := make([]PluginInput, len(f.Cases))
+// Test runs a plugin test file's cases through the plugin at path, all in
+// one batch, and returns how each went; for an aggregate, the last result
+// is the aggregate's result. An error means the plugin could not run.
+func Test(ctx context.Context, path string, f *TestFile, cacheDir string) ([]CaseResult, error) {
+	ins := make([]Input, len(f.Cases))
 	for i, c := range f.Cases {
-		ins[i] = PluginInput{Value: []byte(c.Value)}
+		ins[i] = Input{Value: []byte(c.Value)}
 		if c.Key != nil {
 			ins[i].Key = []byte(*c.Key)
 		}
 	}
-	outs, err := RunPlugin(ctx, path, f.Op, f.Config, ins, cacheDir)
+	outs, err := Run(ctx, path, f.Op, f.Config, ins, cacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -292,14 +291,14 @@ func TestPlugin(ctx context.Context, path string, f *PluginTestFile, cacheDir st
 			got[o.Input] = append(got[o.Input], string(o.Value))
 		}
 	}
-	res := make([]PluginCaseResult, len(f.Cases))
+	res := make([]CaseResult, len(f.Cases))
 	for i, c := range f.Cases {
-		res[i] = PluginCaseResult{Case: c, Got: got[i], OK: slices.EqualFunc(got[i], c.Want, func(g, w string) bool {
+		res[i] = CaseResult{Case: c, Got: got[i], OK: slices.EqualFunc(got[i], c.Want, func(g, w string) bool {
 			return g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
 		})}
 	}
 	if f.Op == "aggregate" {
-		r := PluginCaseResult{Case: PluginCase{Value: "(the result)", Want: []string{*f.Result}}}
+		r := CaseResult{Case: Case{Value: "(the result)", Want: []string{*f.Result}}}
 		if result != nil {
 			r.Got = []string{*result}
 			r.OK = *result == *f.Result

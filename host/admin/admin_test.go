@@ -1,4 +1,4 @@
-package host_test
+package admin_test
 
 import (
 	"context"
@@ -8,61 +8,26 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/admin"
+	"github.com/weir-stream/weir/host/plugintool"
 )
-
-func httpGet(t *testing.T, url, token string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-// metricValue returns the value of the sample of metric whose labels
-// include every one of labels, or -1.
-func metricValue(body, metric string, labels ...string) float64 {
-	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, metric+"{") {
-			continue
-		}
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(line, l)
-		}
-		if ok {
-			f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err == nil {
-				return f
-			}
-		}
-	}
-	return -1
-}
 
 func TestAdminRefusesOpenBindWithoutToken(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
-		if _, err := host.StartAdmin(host.AdminOptions{Listen: addr}); !errors.Is(err, host.ErrAdminToken) {
-			t.Errorf("%s without a token: %v, want ErrAdminToken", addr, err)
+		if _, err := admin.Start(admin.Options{Listen: addr}); !errors.Is(err, admin.ErrTokenRequired) {
+			t.Errorf("%s without a token: %v, want ErrTokenRequired", addr, err)
 		}
 	}
-	a, err := host.StartAdmin(host.AdminOptions{Listen: "0.0.0.0:0", Token: "s3cret"})
+	a, err := admin.Start(admin.Options{Listen: "0.0.0.0:0", Token: "s3cret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +44,12 @@ func TestAdminRefusesOpenBindWithoutToken(t *testing.T) {
 		{"/api/pipeline", "", 401},
 		{"/api/pipeline", "s3cret", 200},
 	} {
-		if code, _ := httpGet(t, base+tc.path, tc.token); code != tc.want {
+		if code, _ := weirtest.HTTPGet(t, base+tc.path, tc.token); code != tc.want {
 			t.Errorf("GET %s with token %q: %d, want %d", tc.path, tc.token, code, tc.want)
 		}
 	}
 	// A bare port listens on loopback, no token needed.
-	b, err := host.StartAdmin(host.AdminOptions{Listen: ":0"})
+	b, err := admin.Start(admin.Options{Listen: ":0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,24 +62,14 @@ func TestAdminRefusesOpenBindWithoutToken(t *testing.T) {
 // TestAdminDuringRun scrapes /metrics and reads /api/pipeline while a
 // pipeline runs: the counters match what was processed.
 func TestAdminDuringRun(t *testing.T) {
-	var base string
-	r := startReloadRigWith(t, buildModule(t, "plugins/conformance/go/counter"), false, func(p *host.Pipeline) {
-		a, err := host.StartAdmin(host.AdminOptions{Listen: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { a.Close() })
-		if err := a.Register(p); err != nil {
-			t.Fatal(err)
-		}
-		base = "http://" + a.Addr()
-	})
+	r := startCounter(t)
+	base := r.base
 	r.feed(100)
-	pollUntil(t, 10*time.Second, "the counters", func() bool {
-		_, body := httpGet(t, base+"/metrics", "")
-		return metricValue(body, "weir_records_out_total", `name="count"`) == 100
+	weirtest.PollUntil(t, 10*time.Second, "the counters", func() bool {
+		_, body := weirtest.HTTPGet(t, base+"/metrics", "")
+		return weirtest.MetricValue(body, "weir_records_out_total", `name="count"`) == 100
 	})
-	_, body := httpGet(t, base+"/metrics", "")
+	_, body := weirtest.HTTPGet(t, base+"/metrics", "")
 	for _, want := range []struct {
 		metric string
 		labels []string
@@ -128,7 +83,7 @@ func TestAdminDuringRun(t *testing.T) {
 		{"weir_pipeline_standby", []string{`pipeline="reload"`}, 0},
 		{"weir_plugin_info", []string{`operator="count"`, `version="1"`}, 1},
 	} {
-		if got := metricValue(body, want.metric, want.labels...); got != want.value {
+		if got := weirtest.MetricValue(body, want.metric, want.labels...); got != want.value {
 			t.Errorf("%s%v = %v, want %v", want.metric, want.labels, got, want.value)
 		}
 	}
@@ -137,12 +92,12 @@ func TestAdminDuringRun(t *testing.T) {
 			t.Errorf("histogram %s has no observations:\n%s", h, grepLines(body, "weir_"))
 		}
 	}
-	if code, _ := httpGet(t, base+"/readyz", ""); code != 200 {
+	if code, _ := weirtest.HTTPGet(t, base+"/readyz", ""); code != 200 {
 		t.Errorf("readyz while running: %d", code)
 	}
 
-	code, body := httpGet(t, base+"/api/pipeline", "")
-	var infos []host.PipelineInfo
+	code, body := weirtest.HTTPGet(t, base+"/api/pipeline", "")
+	var infos []admin.PipelineInfo
 	if err := json.Unmarshal([]byte(body), &infos); err != nil || code != 200 || len(infos) != 1 {
 		t.Fatalf("api/pipeline: %d %v\n%s", code, err, body)
 	}
@@ -159,7 +114,7 @@ func TestAdminDuringRun(t *testing.T) {
 	// Interactive query: the counter's state of one key, as it is now.
 	// Its ValueState "count" is an int64, 8 bytes little-endian; the feed
 	// gave each of its 5 keys 20 records.
-	code, body = httpGet(t, base+"/api/state?operator=count&key=k3", "")
+	code, body = weirtest.HTTPGet(t, base+"/api/state?operator=count&key=k3", "")
 	var st struct {
 		Pipeline, Operator string
 		Entries            []map[string]any
@@ -180,7 +135,7 @@ func TestAdminDuringRun(t *testing.T) {
 		{"operator=count&key_hex=zz", 400},
 		{"pipeline=other&operator=count&key=k3", 404},
 	} {
-		if code, body := httpGet(t, base+"/api/state?"+tc.query, ""); code != tc.code {
+		if code, body := weirtest.HTTPGet(t, base+"/api/state?"+tc.query, ""); code != tc.code {
 			t.Errorf("api/state?%s: %d, want %d\n%s", tc.query, code, tc.code, body)
 		}
 	}
@@ -203,8 +158,8 @@ func TestAdminDuringRun(t *testing.T) {
 	}
 	resp.Body.Close()
 	r.in.Close()
-	pollUntil(t, 10*time.Second, "the end of the run", func() bool { return r.p.Stats().State == host.StateFinished })
-	if code, _ := httpGet(t, base+"/readyz", ""); code != 503 {
+	weirtest.PollUntil(t, 10*time.Second, "the end of the run", func() bool { return r.p.Stats().State == host.StateFinished })
+	if code, _ := weirtest.HTTPGet(t, base+"/readyz", ""); code != 503 {
 		t.Errorf("readyz after the run: %d, want 503", code)
 	}
 }
@@ -243,9 +198,9 @@ func adminDo(t *testing.T, method, url, hostHeader string, headers map[string]st
 
 // startAdmin starts an admin server, closed at the end of the test, and
 // returns it with its port.
-func startAdmin(t *testing.T, opts host.AdminOptions) (*host.Admin, string) {
+func startAdmin(t *testing.T, opts admin.Options) (*admin.Server, string) {
 	t.Helper()
-	a, err := host.StartAdmin(opts)
+	a, err := admin.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +227,7 @@ func noCORS(t *testing.T, what string, h http.Header) {
 // 421 (DNS rebinding), except for the health probes; beyond loopback,
 // where a token is required, any Host is served.
 func TestAdminRefusesForeignHosts(t *testing.T) {
-	servers := map[string]host.AdminOptions{
+	servers := map[string]admin.Options{
 		"127.0.0.1":   {Listen: "127.0.0.1:0"},
 		"localhost":   {Listen: "localhost:0"},
 		"bare port":   {Listen: ":0"},
@@ -352,8 +307,8 @@ func TestAdminRefusesForeignHosts(t *testing.T) {
 // send neither header (curl, weir plugin reload) pass. Refused or not, no
 // response carries CORS headers.
 func TestAdminRefusesCrossOriginPosts(t *testing.T) {
-	_, port := startAdmin(t, host.AdminOptions{Listen: "127.0.0.1:0"})
-	open, openPort := startAdmin(t, host.AdminOptions{Listen: "0.0.0.0:0", Token: "s3cret"})
+	_, port := startAdmin(t, admin.Options{Listen: "127.0.0.1:0"})
+	open, openPort := startAdmin(t, admin.Options{Listen: "0.0.0.0:0", Token: "s3cret"})
 	base := "http://127.0.0.1:" + port
 	openBase := "http://" + strings.Replace(open.Addr(), "0.0.0.0", "127.0.0.1", 1)
 	// With no pipeline registered, a reload that passes the checks is a
@@ -407,7 +362,7 @@ func TestAdminRefusesCrossOriginPosts(t *testing.T) {
 // token; a missing or wrong one is a 401 with a WWW-Authenticate
 // challenge, and the probes stay open.
 func TestAdminToken(t *testing.T) {
-	a, _ := startAdmin(t, host.AdminOptions{Listen: "127.0.0.1:0", Token: "s3cret"})
+	a, _ := startAdmin(t, admin.Options{Listen: "127.0.0.1:0", Token: "s3cret"})
 	base := "http://" + a.Addr()
 	for _, tc := range []struct {
 		name, path, authorization string
@@ -446,7 +401,7 @@ func TestAdminToken(t *testing.T) {
 // admin server: each one's series are on /metrics with its own counts,
 // histograms included.
 func TestAdminMetricsOfSeveralPipelines(t *testing.T) {
-	a, _ := startAdmin(t, host.AdminOptions{Listen: "127.0.0.1:0"})
+	a, _ := startAdmin(t, admin.Options{Listen: "127.0.0.1:0"})
 	ctx := context.Background()
 	for name, n := range map[string]int{"three": 3, "five": 5} {
 		var in strings.Builder
@@ -466,19 +421,19 @@ func TestAdminMetricsOfSeveralPipelines(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	code, body := httpGet(t, "http://"+a.Addr()+"/metrics", "")
+	code, body := weirtest.HTTPGet(t, "http://"+a.Addr()+"/metrics", "")
 	if code != 200 {
 		t.Fatalf("metrics: %d\n%s", code, body)
 	}
 	for name, n := range map[string]float64{"three": 3, "five": 5} {
 		pl := `pipeline="` + name + `"`
-		if got := metricValue(body, "weir_records_out_total", pl, `stage="source"`); got != n {
+		if got := weirtest.MetricValue(body, "weir_records_out_total", pl, `stage="source"`); got != n {
 			t.Errorf("%s: weir_records_out_total of the source = %v, want %v", name, got, n)
 		}
-		if got := metricValue(body, "weir_records_in_total", pl, `stage="sink"`); got != n {
+		if got := weirtest.MetricValue(body, "weir_records_in_total", pl, `stage="sink"`); got != n {
 			t.Errorf("%s: weir_records_in_total of the sink = %v, want %v", name, got, n)
 		}
-		if got := metricValue(body, "weir_batch_latency_seconds_count", pl); got < 1 {
+		if got := weirtest.MetricValue(body, "weir_batch_latency_seconds_count", pl); got < 1 {
 			t.Errorf("%s: weir_batch_latency_seconds_count = %v, want observations", name, got)
 		}
 	}
@@ -497,4 +452,82 @@ func mustLoad(t *testing.T, yaml string) *host.Pipeline {
 	}
 	t.Cleanup(func() { p.Close(ctx) })
 	return p
+}
+
+// counterRun is a pipeline named reload, registered with an admin server
+// at base, whose stateful counter plugin counts each key's records, with
+// two workers, fed from in.
+type counterRun struct {
+	t    *testing.T
+	p    *host.Pipeline
+	in   *io.PipeWriter
+	base string
+}
+
+// startCounter builds the counter plugin, loads the pipeline, registers it
+// with a new admin server and runs it until the test ends.
+func startCounter(t *testing.T) *counterRun {
+	t.Helper()
+	ctx := context.Background()
+	plugin, _, err := plugintool.Build(ctx, filepath.Join(weirtest.Root(t), "plugins/conformance/go/counter"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writePipeline(t, `name: reload
+engine: {parallelism: 2, batch_size: 8}
+sources: [{name: in, type: stdin}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "`+plugin+`"}
+sinks: [{name: out, type: stdout}]
+dead_letter: {type: file, path: `+filepath.Join(t.TempDir(), "dead.jsonl")+`}
+`)
+	pr, pw := io.Pipe()
+	p, err := host.Load(ctx, path, host.Options{Stdin: pr, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := startAdmin(t, admin.Options{Listen: "127.0.0.1:0"})
+	if err := a.Register(p); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(ctx)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		pw.Close()
+		<-done
+		p.Close(ctx)
+	})
+	return &counterRun{t: t, p: p, in: pw, base: "http://" + a.Addr()}
+}
+
+// feed sends n records over 5 keys and waits until the sink has written
+// them all.
+func (r *counterRun) feed(n int) {
+	r.t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "{\"k\":\"k%d\",\"i\":%d}\n", i%5, i)
+	}
+	if _, err := io.WriteString(r.in, b.String()); err != nil {
+		r.t.Fatal(err)
+	}
+	weirtest.PollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", n), func() bool {
+		st := r.p.Stats().Stages
+		return len(st) > 0 && st[len(st)-1].Out >= int64(n)
+	})
+}
+
+// writePipeline writes a pipeline file into a temporary directory and
+// returns its path.
+func writePipeline(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

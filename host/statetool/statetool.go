@@ -1,28 +1,4 @@
-// State tools: reading, exporting and importing a pipeline's keyed state.
-//
-// A pipeline with `state: {backend: badger, dir: D}` keeps all its keyed
-// state in one badger store in D, under state.Key(operator, record key,
-// user key), and, with `checkpoints:`, the last committed checkpoint (the
-// sources' positions, the watermark, the changelog offset) beside it.
-// OpenState reads it as the pipeline's next start would find it (as of
-// the last committed checkpoint), without writing anything; ExportState
-// writes it to a state file, and ImportState writes a state file into an
-// empty directory with its checkpoint committed, so the pipeline resumes
-// from there: from the exported Kafka offsets, with every window and
-// plugin state. The state of a Wasm operator is keyed by the slot names
-// its plugin uses, not by the plugin's code, so a new version of the
-// plugin reads it, as long as the operator keeps its name. All three
-// refuse while the pipeline runs (ErrStateInUse).
-//
-// A state file (StateFormat) is JSON lines: a header
-//
-//	{"format":"weir-state-v1","pipeline":"NAME","checkpoint":META}
-//
-// where META is the committed checkpoint's metadata as the store keeps it
-// (JSON) or null, then one line per entry, {"k":"…","v":"…"}, the store
-// key and value in standard base64, in key order.
-
-package host
+package statetool
 
 import (
 	"bufio"
@@ -49,17 +25,18 @@ import (
 	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/operator"
 	"github.com/weir-stream/weir/state"
 )
 
-// StateFormat is the format name in a state file's header. A change that
+// Format is the format name in a state file's header. A change that
 // older weirs would misread gets a new name.
-const StateFormat = "weir-state-v1"
+const Format = "weir-state-v1"
 
-// ErrStateInUse is wrapped by the errors of OpenState, ExportState and
-// ImportState when the pipeline's state directory is open in another
+// ErrInUse is wrapped by the errors of Open, Export and
+// Import when the pipeline's state directory is open in another
 // process: the pipeline is running. Stop it and try again.
-var ErrStateInUse = errors.New("state dir in use")
+var ErrInUse = errors.New("state dir in use")
 
 type stateInUseError struct{ dir string }
 
@@ -67,9 +44,9 @@ func (e stateInUseError) Error() string {
 	return fmt.Sprintf("state dir %s is in use — is the pipeline running? Stop it, then try again", e.dir)
 }
 
-func (e stateInUseError) Is(target error) bool { return target == ErrStateInUse }
+func (e stateInUseError) Is(target error) bool { return target == ErrInUse }
 
-// importBatch is how many entries ImportState gives each Store.Apply.
+// importBatch is how many entries Import gives each Store.Apply.
 const importBatch = 4096
 
 // stateConfig loads the pipeline file and returns it, requiring badger
@@ -77,7 +54,7 @@ const importBatch = 4096
 func stateConfig(pipelinePath string) (*config.Pipeline, error) {
 	cfg, err := config.Load(pipelinePath)
 	if err != nil {
-		return nil, &loadError{kind: ErrConfig, err: err}
+		return nil, config.Invalid(err)
 	}
 	if cfg.State.Backend != config.StateBadger {
 		return nil, fmt.Errorf("pipeline %q keeps its state in memory (state.backend: %s): it has no state on disk; set state.backend: badger and state.dir", cfg.Name, cfg.State.Backend)
@@ -99,23 +76,23 @@ func openView(cfg *config.Pipeline) (*state.BadgerView, error) {
 	return v, nil
 }
 
-// StateView is a read-only view of a stopped pipeline's badger state, as
+// View is a read-only view of a stopped pipeline's badger state, as
 // its next run would find it: as of the last committed checkpoint. It
 // holds the state directory's lock (shared with other readers, so the
 // pipeline cannot start) until Close. Its methods may be called
 // concurrently, each reading the store afresh, but Close must not run
 // while another is running.
-type StateView struct {
+type View struct {
 	cfg  *config.Pipeline
 	view *state.BadgerView
 	ops  map[string]config.OperatorType
 }
 
-// OpenState opens the state of the pipeline at pipelinePath read-only. It
+// Open opens the state of the pipeline at pipelinePath read-only. It
 // fails if the pipeline keeps its state in memory, if its state directory
-// holds no state, and with an error wrapping ErrStateInUse if the pipeline
+// holds no state, and with an error wrapping ErrInUse if the pipeline
 // is running. It never modifies the directory.
-func OpenState(pipelinePath string) (*StateView, error) {
+func Open(pipelinePath string) (*View, error) {
 	cfg, err := stateConfig(pipelinePath)
 	if err != nil {
 		return nil, err
@@ -124,7 +101,7 @@ func OpenState(pipelinePath string) (*StateView, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &StateView{cfg: cfg, view: v, ops: map[string]config.OperatorType{}}
+	s := &View{cfg: cfg, view: v, ops: map[string]config.OperatorType{}}
 	for i := range cfg.Operators {
 		s.ops[cfg.Operators[i].Name] = cfg.Operators[i].Type
 	}
@@ -132,16 +109,16 @@ func OpenState(pipelinePath string) (*StateView, error) {
 }
 
 // Pipeline returns the pipeline's name.
-func (s *StateView) Pipeline() string { return s.cfg.Name }
+func (s *View) Pipeline() string { return s.cfg.Name }
 
 // Dir returns the state directory.
-func (s *StateView) Dir() string { return s.cfg.State.Dir }
+func (s *View) Dir() string { return s.cfg.State.Dir }
 
 // Close releases the state directory. Calling it again does nothing.
-func (s *StateView) Close() error { return s.view.Close() }
+func (s *View) Close() error { return s.view.Close() }
 
-// StateCheckpoint is the last committed checkpoint of a pipeline's state.
-type StateCheckpoint struct {
+// Checkpoint is the last committed checkpoint of a pipeline's state.
+type Checkpoint struct {
 	// Version is the store's version of the checkpointed state.
 	Version uint64 `json:"version"`
 	// Epoch numbers the run's checkpoints from 1; 0 when the checkpoint
@@ -174,12 +151,12 @@ type SourcePosition struct {
 
 // Checkpoint returns the last committed checkpoint, or nil if the state
 // has none (a pipeline without checkpoints).
-func (s *StateView) Checkpoint() (*StateCheckpoint, error) {
+func (s *View) Checkpoint() (*Checkpoint, error) {
 	cp, ok := s.view.Committed()
 	if !ok {
 		return nil, nil
 	}
-	out := &StateCheckpoint{Version: cp.Version, Watermark: math.MinInt64, Meta: cp.Meta}
+	out := &Checkpoint{Version: cp.Version, Watermark: math.MinInt64, Meta: cp.Meta}
 	if p, ok := s.view.Prepared(); ok {
 		out.Uncommitted = p.Version
 	}
@@ -225,7 +202,7 @@ type KeyState struct {
 // Operators lists the operators that have state, by name, with their
 // counts. Keys that do not follow state.Key are counted under the
 // operator "(malformed)".
-func (s *StateView) Operators() ([]OperatorState, error) {
+func (s *View) Operators() ([]OperatorState, error) {
 	var out []OperatorState
 	var lastRK []byte
 	err := s.view.Keys(nil, func(k []byte) error {
@@ -252,7 +229,7 @@ func (s *StateView) Operators() ([]OperatorState, error) {
 // Keys lists the record keys that have state in operator, in store
 // order, with their counts. A window's nil record key is listed as the
 // empty key.
-func (s *StateView) Keys(operator string) ([]KeyState, error) {
+func (s *View) Keys(operator string) ([]KeyState, error) {
 	var out []KeyState
 	err := s.view.Keys(state.OperatorPrefix(nil, operator), func(k []byte) error {
 		op, rk, _, ok := state.SplitKey(k)
@@ -268,49 +245,29 @@ func (s *StateView) Keys(operator string) ([]KeyState, error) {
 	return out, err
 }
 
-// StateEntry is one state entry of a record key, its user key decoded
+// Entry is one state entry of a record key, its user key decoded
 // where the operator's convention is known.
-type StateEntry struct {
+type Entry struct {
 	// UserKey is the entry's user key as stored.
 	UserKey []byte
-	// Kind says what the entry is: "value", "map" or "list" (a plugin's
-	// ValueState, MapState or ListState entry, by the SDK slot convention
-	// of abi/ABI.md), "pane", "session", "count" or "window" (a window
-	// operator's pane, session, count window or operator entry), "rolling"
-	// or "rolling_row" (a rolling operator's header or history row),
-	// "join_left" or "join_right" (a record a join keeps), or "raw" when
-	// the user key follows none of these.
-	Kind string
-	// Name is a value or map state's name.
-	Name string
-	// MapKey is a map state entry's key.
-	MapKey []byte
-	// NilKey is set for window and rolling entries of records without a
-	// key (stored under the empty record key).
-	NilKey bool
-	// Start and End are event times in ms: a pane's start (End is 0), a
-	// session's or count window's span [Start, End), a join record's
-	// event time (Start).
-	Start, End int64
-	// Records is a count window's number of records; Row a rolling
-	// history row's index, a join record's offset in its source, or a
-	// list element's index (-1 for the list's length).
-	Records uint64
-	Row     int64
+	// KeyEntry is what the operator's kind says the entry is (its Kind,
+	// Name, MapKey, NilKey, Start, End, Records and Row); Kind is "raw"
+	// when the user key follows none of the kind's layouts.
+	operator.KeyEntry
 	// Value is the entry's value as stored.
 	Value []byte
 }
 
 // Entries returns the state entries of recordKey in operator, in store
 // order.
-func (s *StateView) Entries(operator string, recordKey []byte) ([]StateEntry, error) {
+func (s *View) Entries(operator string, recordKey []byte) ([]Entry, error) {
 	return entries(s.view, s.ops[operator], operator, recordKey)
 }
 
 // entries reads the state entries of recordKey in operator, of type typ,
 // from sc.
-func entries(sc state.Scanner, typ config.OperatorType, operator string, recordKey []byte) ([]StateEntry, error) {
-	var out []StateEntry
+func entries(sc state.Scanner, typ config.OperatorType, operator string, recordKey []byte) ([]Entry, error) {
+	var out []Entry
 	err := sc.Scan(state.Key(nil, operator, recordKey, nil), func(k, v []byte) error {
 		op, rk, uk, ok := state.SplitKey(k)
 		if !ok || op != operator || !bytes.Equal(rk, recordKey) {
@@ -331,20 +288,19 @@ func entries(sc state.Scanner, typ config.OperatorType, operator string, recordK
 // its span) by the layouts of an operator of type typ, which its kind
 // describes (assembly.DescribeEntry). It never fails: what it cannot
 // decode is "raw".
-func decodeEntry(typ config.OperatorType, rk, uk, v []byte) StateEntry {
+func decodeEntry(typ config.OperatorType, rk, uk, v []byte) Entry {
 	d, ok := assembly.DescribeEntry(typ, rk, uk, v)
 	if !ok {
-		return StateEntry{Kind: "raw"}
+		d = operator.KeyEntry{Kind: "raw"}
 	}
-	return StateEntry{Kind: d.Kind, Name: d.Name, MapKey: d.MapKey, NilKey: d.NilKey,
-		Start: d.Start, End: d.End, Records: d.Records, Row: d.Row}
+	return Entry{KeyEntry: d}
 }
 
 // Fields returns the entry as JSON fields, as weir state inspect --json
 // prints them: kind, and name, map_key (or map_key_hex), start, end,
 // records, row, user_key_hex and nil_key where they apply; value when the
 // value is JSON, value_hex otherwise.
-func (e *StateEntry) Fields() map[string]any {
+func (e *Entry) Fields() map[string]any {
 	m := map[string]any{"kind": e.Kind}
 	switch e.Kind {
 	case "value":
@@ -366,7 +322,7 @@ func (e *StateEntry) Fields() map[string]any {
 		m["start"], m["end"], m["records"] = e.Start, e.End, e.Records
 	case "rolling_row":
 		m["row"] = e.Row
-	case "join_left", "join_right":
+	case "join_left", "join_right", "join_left_matched", "join_right_matched":
 		m["event_time"], m["offset"] = e.Start, e.Row
 	case "raw":
 		m["user_key_hex"] = hex.EncodeToString(e.UserKey)
@@ -382,33 +338,16 @@ func (e *StateEntry) Fields() map[string]any {
 	return m
 }
 
-// ErrNoSuchOperator is returned by QueryState for an operator the pipeline
-// does not have.
-var ErrNoSuchOperator = errors.New("no such operator")
-
-// QueryState returns the state entries a running (or stopped) pipeline's
-// operator holds for recordKey, read from its state store now, as Kafka
-// Streams' interactive queries read a store. A plugin's state is current;
-// a window or rolling operator keeps its open state in memory and writes
-// it to the store at checkpoints (or when it spills, with
-// max_keys_in_memory), so the store shows it as of then. It is safe to
-// call while the pipeline runs.
-func (p *Pipeline) QueryState(operator string, recordKey []byte) ([]StateEntry, error) {
-	for i := range p.cfg.Operators {
-		if op := &p.cfg.Operators[i]; op.Name == operator {
-			sc, ok := p.opts.Store.(state.Scanner)
-			if !ok {
-				return nil, fmt.Errorf("the state store (%T) cannot be queried", p.opts.Store)
-			}
-			return entries(sc, op.Type, operator, recordKey)
-		}
-	}
-	return nil, fmt.Errorf("%w %q in pipeline %s", ErrNoSuchOperator, operator, p.cfg.Name)
+// Query reads the state entries of recordKey in operator, an operator of
+// type opType (its type in the pipeline file), from sc: what
+// host.Pipeline.QueryState answers.
+func Query(sc state.Scanner, opType, operator string, recordKey []byte) ([]Entry, error) {
+	return entries(sc, config.OperatorType(opType), operator, recordKey)
 }
 
 // Describe returns the entry's user key for people: `value "count"`,
 // `map "LUT" ["x"]`, `pane 2024-03-17T09:20:00Z`, and so on.
-func (e *StateEntry) Describe() string {
+func (e *Entry) Describe() string {
 	var s string
 	switch e.Kind {
 	case "value":
@@ -434,6 +373,9 @@ func (e *StateEntry) Describe() string {
 		s = fmt.Sprintf("rolling row %d", e.Row)
 	case "join_left", "join_right":
 		s = fmt.Sprintf("%s record at %s (offset %d)", strings.TrimPrefix(e.Kind, "join_"), msTime(e.Start), e.Row)
+	case "join_left_matched", "join_right_matched":
+		side := strings.TrimSuffix(strings.TrimPrefix(e.Kind, "join_"), "_matched")
+		s = fmt.Sprintf("%s record at %s (offset %d) matched", side, msTime(e.Start), e.Row)
 	default:
 		s = "raw " + quoteBytes(e.UserKey)
 	}
@@ -451,13 +393,13 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
-// ExportState writes the state of the stopped pipeline at pipelinePath to
-// w as a state file (StateFormat): the state as of its last committed
+// Export writes the state of the stopped pipeline at pipelinePath to
+// w as a state file (Format): the state as of its last committed
 // checkpoint, with that checkpoint. It reads the state directory without
 // modifying it, and streams: memory does not grow with the state. It fails
-// with an error wrapping ErrStateInUse if the pipeline is running, and
+// with an error wrapping ErrInUse if the pipeline is running, and
 // returns the number of entries written.
-func ExportState(ctx context.Context, pipelinePath string, w io.Writer) (int64, error) {
+func Export(ctx context.Context, pipelinePath string, w io.Writer) (int64, error) {
 	cfg, err := stateConfig(pipelinePath)
 	if err != nil {
 		return 0, err
@@ -481,7 +423,7 @@ func ExportState(ctx context.Context, pipelinePath string, w io.Writer) (int64, 
 		}
 	}
 	name, _ := json.Marshal(cfg.Name)
-	fmt.Fprintf(bw, `{"format":%q,"pipeline":%s,"checkpoint":%s}`+"\n", StateFormat, name, meta)
+	fmt.Fprintf(bw, `{"format":%q,"pipeline":%s,"checkpoint":%s}`+"\n", Format, name, meta)
 	var n int64
 	var line []byte
 	err = v.Scan(nil, func(k, val []byte) error {
@@ -547,8 +489,8 @@ func newStateDecoder(r io.Reader) (*stateDecoder, error) {
 	if err := json.Unmarshal(line, &d.header); err != nil {
 		return nil, fmt.Errorf("line 1: not a weir state file header: %v", err)
 	}
-	if d.header.Format != StateFormat {
-		return nil, fmt.Errorf("line 1: format %q: want %q", d.header.Format, StateFormat)
+	if d.header.Format != Format {
+		return nil, fmt.Errorf("line 1: format %q: want %q", d.header.Format, Format)
 	}
 	if cp := bytes.TrimSpace(d.header.Checkpoint); len(cp) > 0 && !bytes.Equal(cp, []byte("null")) {
 		var meta checkpoint.Meta
@@ -634,7 +576,7 @@ func (d *stateDecoder) next() (key, value []byte, err error) {
 	return key, value, nil
 }
 
-// ImportState writes the state file r into the state directory of the
+// Import writes the state file r into the state directory of the
 // pipeline at pipelinePath, which must be absent or empty, and commits
 // the file's checkpoint (an empty one if it has none), so that the
 // pipeline's next run resumes from it. It returns the number of entries
@@ -646,9 +588,9 @@ func (d *stateDecoder) next() (key, value []byte, err error) {
 // directory beside the state directory, in batches, which replaces it only
 // once everything is written and committed: a malformed file (the error
 // names the line) or a cancelled ctx leaves the state directory as it was.
-// It fails with an error wrapping ErrStateInUse if the pipeline is
+// It fails with an error wrapping ErrInUse if the pipeline is
 // running.
-func ImportState(ctx context.Context, pipelinePath string, r io.Reader, force bool) (n int64, err error) {
+func Import(ctx context.Context, pipelinePath string, r io.Reader, force bool) (n int64, err error) {
 	cfg, err := stateConfig(pipelinePath)
 	if err != nil {
 		return 0, err

@@ -1,0 +1,58 @@
+package assembly
+
+import (
+	"context"
+
+	"github.com/weir-stream/weir/host/internal/checkpoint"
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/kafka"
+)
+
+// awaitSoleMember waits, as a standby, until the consumer group of every
+// Kafka source has no other member, when the pipeline keeps keyed state.
+// That state is not partitioned by input partition, and its changelog has
+// one partition and one writer, so a second instance sharing the group
+// would split keys' state between the two and interleave their
+// checkpoints. A second instance is a standby instead, and takes over,
+// from the changelog, when the first leaves the group; meanwhile it keeps
+// its store warm (checkpoint.Setup.WarmStandby). Pipelines without keyed
+// state, checkpointed or not, scale out: their instances share the
+// group's partitions, and the group's offsets are their positions.
+func (b *builder) awaitSoleMember(ctx context.Context) error {
+	if !KeyedState(b.Ops) {
+		return nil
+	}
+	warm := b.checkpointSetup().WarmStandby()
+	for i := range b.Config.Sources {
+		s := &b.Config.Sources[i]
+		if s.Type != config.SourceKafka {
+			continue
+		}
+		if b.OnStandby != nil {
+			b.OnStandby()
+		}
+		sb := kafka.Standby{Group: s.Group, InstanceID: s.InstanceID, SessionTimeout: s.SessionTimeout}
+		if err := kafka.AwaitSoleMember(ctx, b.cc, sb, b.Logger.With("pipeline", b.Config.Name, "source", s.Name), warm); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkpointSetup is what the run's checkpoints are set up from.
+func (b *builder) checkpointSetup() checkpoint.Setup {
+	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
+		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: KeyedState(b.Ops), SyncOutputs: b.run.Engine.SyncOutputs}
+}
+
+// checkpoints brings the state to the last checkpoint and sets up the
+// run's checkpoints, once its sources exist.
+func (b *builder) checkpoints(ctx context.Context) error {
+	ck, closeChangelog, err := b.checkpointSetup().Run(ctx)
+	if err != nil {
+		return err
+	}
+	b.run.Engine.Checkpointing = ck
+	b.run.stops = append(b.run.stops, closeChangelog)
+	return nil
+}

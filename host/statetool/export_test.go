@@ -1,0 +1,4 @@
+package statetool
+
+// ImportBatch is importBatch, for the external tests.
+const ImportBatch = importBatch
