@@ -7,7 +7,7 @@
 // string literals. ABI.md beside this file specifies the same contract for
 // guest languages other than Go.
 //
-// The package has three parts:
+// The package has four parts:
 //
 //   - names.go: the versioned export and import names, the operations
 //     (Op) and the OpSet a module reports through ExportOps, and status
@@ -19,6 +19,14 @@
 //   - aggregate.go: the frames of the aggregate operation (add, merge and
 //     result calls and their outputs), with encoders and non-allocating,
 //     non-panicking decoders in the same style.
+//   - state.go: the state slot convention, how the guest SDKs name the
+//     state slots of their value, map and list states (AppendStateKey,
+//     ParseStateKey), so that state outlives a rewrite of a plugin in
+//     another language.
+//
+// The C, Rust and AssemblyScript SDKs get this package's names and
+// constants from files generated from it ("go generate ./abi", see
+// generate.go); TestGeneratedFilesUpToDate fails while one is stale.
 //
 // All types here are plain values without internal synchronisation. A
 // reader or writer must be used by one goroutine at a time.

@@ -11,19 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ABSENT 0xFFFFFFFFu
-
 /* A host bug (a malformed frame) or running out of memory: kill the
  * instance. */
 #define WEIR_FAIL() __builtin_trap()
 
 #if defined(__wasm__)
 #define EXPORT(name) __attribute__((export_name(name)))
-#define IMPORT(name) __attribute__((import_module("weir_v1"), import_name(name)))
-IMPORT("log") void weir__host_log(int32_t level, const void *ptr, uint32_t len);
-IMPORT("state_get") int32_t weir__host_state_get(uint32_t index, const void *k, uint32_t klen, void *v, uint32_t vcap);
-IMPORT("state_put") int32_t weir__host_state_put(uint32_t index, const void *k, uint32_t klen, const void *v, uint32_t vlen);
-IMPORT("state_delete") int32_t weir__host_state_delete(uint32_t index, const void *k, uint32_t klen);
+#define IMPORT(name) __attribute__((import_module(WEIR_IMPORT_MODULE), import_name(name)))
+IMPORT(WEIR_IMPORT_LOG) void weir__host_log(int32_t level, const void *ptr, uint32_t len);
+IMPORT(WEIR_IMPORT_STATE_GET) int32_t weir__host_state_get(uint32_t index, const void *k, uint32_t klen, void *v, uint32_t vcap);
+IMPORT(WEIR_IMPORT_STATE_PUT) int32_t weir__host_state_put(uint32_t index, const void *k, uint32_t klen, const void *v, uint32_t vlen);
+IMPORT(WEIR_IMPORT_STATE_DELETE) int32_t weir__host_state_delete(uint32_t index, const void *k, uint32_t klen);
 #else
 /* Native builds (unit tests of the JSON helpers and the frames) have no
  * host: logging goes to stderr and state is unavailable. */
@@ -168,13 +166,13 @@ const char *weir_fmt(const char *fmt, ...) {
 /* ---------------------------------------------------------------------- */
 /* Exports every module has: version marker, allocator, init, ops          */
 
-EXPORT("weir_abi_v1") void weir__export_abi_v1(void) {}
+EXPORT(WEIR_EXPORT_VERSION) void weir__export_abi_v1(void) {}
 
 /* The one region the host writes call input into. */
 static uint8_t *input;
 static size_t input_cap;
 
-EXPORT("weir_alloc") uint32_t weir__export_alloc(uint32_t size) {
+EXPORT(WEIR_EXPORT_ALLOC) uint32_t weir__export_alloc(uint32_t size) {
     if (size > (1u << 30))
         return 0;
     if (!input || input_cap < size) {
@@ -194,7 +192,7 @@ static weir_buf init_msg;
 
 void weir__set_init(weir_init_fn fn) { init_fn = fn; }
 
-EXPORT("weir_init") uint64_t weir__export_init(uint32_t ptr, uint32_t len) {
+EXPORT(WEIR_EXPORT_INIT) uint64_t weir__export_init(uint32_t ptr, uint32_t len) {
     config_copy.len = 0;
     weir_buf_append(&config_copy, (const void *)(uintptr_t)ptr, len);
     weir_buf_reserve(&config_copy, 1)[0] = 0; /* NUL after the text, for convenience */
@@ -216,7 +214,7 @@ static uint32_t registered_ops;
 
 void weir__add_op(uint32_t bit) { registered_ops |= bit; }
 
-EXPORT("weir_ops") uint32_t weir__export_ops(void) { return registered_ops; }
+EXPORT(WEIR_EXPORT_OPS) uint32_t weir__export_ops(void) { return registered_ops; }
 
 /* ---------------------------------------------------------------------- */
 /* Frames                                                                  */
@@ -241,10 +239,10 @@ static const uint8_t *take(reader *r, size_t n) {
 
 static uint32_t take32(reader *r) { return get32(take(r, 4)); }
 
-/* take_bytes reads a u32 length and the bytes; NULL for ABSENT. */
+/* take_bytes reads a u32 length and the bytes; NULL for WEIR_ABSENT. */
 static const uint8_t *take_bytes(reader *r, size_t *len) {
     uint32_t n = take32(r);
-    if (n == ABSENT) {
+    if (n == WEIR_ABSENT) {
         *len = 0;
         return NULL;
     }
@@ -298,8 +296,6 @@ bool weir_header_get(const weir_record *r, const char *name, weir_bytes *value) 
 /* Output                                                                  */
 
 enum { MODE_MAP, MODE_FLAT_MAP, MODE_FILTER, MODE_AGG };
-enum { KIND_KEEP = 0, KIND_RECORD = 1, KIND_ERROR = 2 };
-enum { FLAG_KEY = 1, FLAG_TS = 2, FLAG_HEADERS = 4 };
 
 struct weir_out {
     int mode;
@@ -374,7 +370,7 @@ static void begin_record(weir_out *o) {
         /* The common entry, a value only: kind, index, flags and the
          * value length to fill in, in one reservation. */
         uint8_t *q = weir_buf_reserve(&frame, 10);
-        q[0] = KIND_RECORD;
+        q[0] = WEIR_ENTRY_RECORD;
         put32(q + 1, o->rec->index_);
         q[5] = 0;
         frame.len += 6;
@@ -382,19 +378,19 @@ static void begin_record(weir_out *o) {
         frame.len += 4;
         return;
     }
-    entry_head(o, KIND_RECORD);
+    entry_head(o, WEIR_ENTRY_RECORD);
     weir_buf_byte(&frame, o->flags);
-    if (o->flags & FLAG_KEY) {
+    if (o->flags & WEIR_FLAG_KEY) {
         if (o->key_null) {
-            buf_put32(&frame, ABSENT);
+            buf_put32(&frame, WEIR_ABSENT);
         } else {
             buf_put32(&frame, (uint32_t)o->key.len);
             weir_buf_append(&frame, o->key.data, o->key.len);
         }
     }
-    if (o->flags & FLAG_TS)
+    if (o->flags & WEIR_FLAG_TIMESTAMP)
         weir_buf_le64(&frame, (uint64_t)o->ts);
-    if (o->flags & FLAG_HEADERS) {
+    if (o->flags & WEIR_FLAG_HEADERS) {
         buf_put32(&frame, o->nhdr);
         weir_buf_append(&frame, o->hdr.data, o->hdr.len);
     }
@@ -414,7 +410,7 @@ static void end_record(weir_out *o, uint32_t value_len) {
 void weir_set_key(weir_out *o, const void *key, size_t len) {
     if (!usable(o, "weir: weir_set_key called after the map's value was set"))
         return;
-    o->flags |= FLAG_KEY;
+    o->flags |= WEIR_FLAG_KEY;
     o->key_null = false;
     o->key.len = 0;
     weir_buf_append(&o->key, key, len);
@@ -423,25 +419,25 @@ void weir_set_key(weir_out *o, const void *key, size_t len) {
 void weir_set_key_null(weir_out *o) {
     if (!usable(o, "weir: weir_set_key_null called after the map's value was set"))
         return;
-    o->flags |= FLAG_KEY;
+    o->flags |= WEIR_FLAG_KEY;
     o->key_null = true;
 }
 
 void weir_set_timestamp(weir_out *o, int64_t ms) {
     if (!usable(o, "weir: weir_set_timestamp called after the map's value was set"))
         return;
-    o->flags |= FLAG_TS;
+    o->flags |= WEIR_FLAG_TIMESTAMP;
     o->ts = ms;
 }
 
 void weir_add_header(weir_out *o, const void *name, size_t nlen, const void *value, size_t vlen) {
     if (!usable(o, "weir: weir_add_header called after the map's value was set"))
         return;
-    if (!(o->flags & FLAG_HEADERS)) {
+    if (!(o->flags & WEIR_FLAG_HEADERS)) {
         o->hdr.len = 0;
         o->nhdr = 0;
     }
-    o->flags |= FLAG_HEADERS;
+    o->flags |= WEIR_FLAG_HEADERS;
     buf_put32(&o->hdr, (uint32_t)nlen);
     weir_buf_append(&o->hdr, name, nlen);
     buf_put32(&o->hdr, (uint32_t)vlen);
@@ -452,7 +448,7 @@ void weir_add_header(weir_out *o, const void *name, size_t nlen, const void *val
 void weir_clear_headers(weir_out *o) {
     if (!usable(o, "weir: weir_clear_headers called after the map's value was set"))
         return;
-    o->flags |= FLAG_HEADERS;
+    o->flags |= WEIR_FLAG_HEADERS;
     o->hdr.len = 0;
     o->nhdr = 0;
 }
@@ -469,7 +465,7 @@ void weir_set_value_null(weir_out *o) {
     if (!usable(o, "weir: a map function set more than one value"))
         return;
     begin_record(o);
-    end_record(o, ABSENT);
+    end_record(o, WEIR_ABSENT);
 }
 
 weir_buf *weir_value_begin(weir_out *o) {
@@ -496,7 +492,7 @@ void weir_emit(weir_out *o, const void *value, size_t len) { weir_set_value(o, v
 void weir_emit_keep(weir_out *o) {
     if (!usable(o, "weir: a map function output more than one record"))
         return;
-    entry_head(o, KIND_KEEP);
+    entry_head(o, WEIR_ENTRY_KEEP);
     frame_count++;
     o->rec_entries++;
     o->finished = true;
@@ -536,7 +532,7 @@ void weir_reject_n(weir_out *o, const char *msg, size_t len) {
     frame.len = o->rec_start;
     frame_count -= o->rec_entries;
     o->rec_entries = 0;
-    entry_head(o, KIND_ERROR);
+    entry_head(o, WEIR_ENTRY_ERROR);
     write_message(msg, len);
     frame_count++;
     o->rec_entries++;
@@ -581,12 +577,12 @@ static void finish(weir_out *o) {
             weir_buf_append(&frame, o->rec->value, o->rec->value_len);
             end_record(o, (uint32_t)o->rec->value_len);
         } else {
-            end_record(o, ABSENT);
+            end_record(o, WEIR_ABSENT);
         }
         return;
     }
     if (o->mode == MODE_MAP && !o->finished) {
-        entry_head(o, KIND_KEEP);
+        entry_head(o, WEIR_ENTRY_KEEP);
         frame_count++;
         o->rec_entries++;
     }
@@ -643,7 +639,7 @@ uint64_t weir__run_filter(uint32_t ptr, uint32_t len, weir_filter_fn fn) {
         out_reset(o, MODE_FILTER, &r);
         bool keep = fn(&r, o);
         if (!o->rejected && keep) {
-            entry_head(o, KIND_KEEP);
+            entry_head(o, WEIR_ENTRY_KEEP);
             frame_count++;
         }
     }
@@ -702,7 +698,7 @@ uint64_t weir__agg_add(uint32_t ptr, uint32_t len, weir_agg_add_fn fn) {
  * appended (or null), or the error it returned. */
 static void value_error(size_t start, const char *err) {
     frame.len = start;
-    weir_buf_byte(&frame, 1);
+    weir_buf_byte(&frame, WEIR_AGG_ERROR);
     size_t n = strlen(err);
     if (n == 0) {
         err = "failed";
@@ -721,7 +717,7 @@ uint64_t weir__agg_merge(uint32_t ptr, uint32_t len, weir_agg_merge_fn fn) {
         a.ptr = take_acc(&rd, &a.len);
         b.ptr = take_acc(&rd, &b.len);
         size_t start = frame.len;
-        weir_buf_byte(&frame, 0);
+        weir_buf_byte(&frame, WEIR_AGG_OK);
         buf_put32(&frame, 0);
         const char *err = fn(a, b, &frame);
         if (err) {
@@ -742,7 +738,7 @@ uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
         weir_bytes a;
         a.ptr = take_acc(&rd, &a.len);
         size_t start = frame.len;
-        weir_buf_byte(&frame, 0);
+        weir_buf_byte(&frame, WEIR_AGG_OK);
         buf_put32(&frame, 0);
         bool null = false;
         const char *err = fn(a, &frame, &null);
@@ -752,7 +748,7 @@ uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
         }
         if (null) {
             frame.len = start + 5;
-            put32(frame.data + start + 1, ABSENT);
+            put32(frame.data + start + 1, WEIR_ABSENT);
             continue;
         }
         put32(frame.data + start + 1, (uint32_t)(frame.len - start - 5));
@@ -770,7 +766,7 @@ void weir_log_n(int level, const char *msg, size_t len) {
 void weir_log(int level, const char *msg) { weir_log_n(level, msg, strlen(msg)); }
 
 void weir_logf(int level, const char *fmt, ...) {
-    char line[4097];
+    char line[WEIR_MAX_LOG_LINE + 1];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof line, fmt, ap);
@@ -788,21 +784,21 @@ void weir_logf(int level, const char *fmt, ...) {
 const char *weir_status_text(int s) {
     switch (s) {
     case WEIR_OK:
-        return "ok";
+        return WEIR_STATUS_TEXT_OK;
     case WEIR_ERR_NOT_FOUND:
-        return "not found";
+        return WEIR_STATUS_TEXT_NOT_FOUND;
     case WEIR_ERR_NO_CONTEXT:
-        return "no record context (state is only available during a batch call)";
+        return WEIR_STATUS_TEXT_NO_CONTEXT;
     case WEIR_ERR_BAD_INDEX:
-        return "record index out of range for the current batch";
+        return WEIR_STATUS_TEXT_BAD_INDEX;
     case WEIR_ERR_TOO_LARGE:
-        return "key or value too large";
+        return WEIR_STATUS_TEXT_TOO_LARGE;
     case WEIR_ERR_BAD_MEMORY:
-        return "pointer or length outside guest memory";
+        return WEIR_STATUS_TEXT_BAD_MEMORY;
     case WEIR_ERR_SIZE:
         return "the stored value is not 8 bytes long";
     }
-    return s > 0 ? "ok" : "unknown status";
+    return s > 0 ? WEIR_STATUS_TEXT_OK : "unknown status";
 }
 
 static weir_buf skey; /* the slot key of the current call */
@@ -810,7 +806,7 @@ static weir_buf sval; /* where state_get copies values */
 
 void weir_state_key(weir_buf *dst, char kind, const char *name, size_t nlen, const void *suffix, size_t slen) {
     weir_buf_byte(dst, (uint8_t)kind);
-    if (kind == 'v') {
+    if (kind == WEIR_STATE_KIND_VALUE) {
         weir_buf_append(dst, name, nlen);
         return;
     }
@@ -868,16 +864,16 @@ static int get_u64(const weir_record *r, const weir_buf *k, uint64_t *v) {
     int s = get_slot(r, k, &b);
     if (s <= 0)
         return s;
-    if (b.len != 8)
+    if (b.len != WEIR_STATE_NUMBER_SIZE)
         return WEIR_ERR_SIZE;
     *v = weir_le64(b.ptr);
     return 1;
 }
 
 static int put_u64(const weir_record *r, const weir_buf *k, uint64_t v) {
-    uint8_t b[8];
+    uint8_t b[WEIR_STATE_NUMBER_SIZE];
     put64(b, v);
-    return put_slot(r, k, b, 8);
+    return put_slot(r, k, b, sizeof b);
 }
 
 static uint64_t f2u(double f) {
@@ -893,78 +889,78 @@ static double u2f(uint64_t u) {
 }
 
 int weir_value_get(const weir_record *r, const char *name, weir_bytes *value) {
-    return get_slot(r, key_of('v', name, NULL, 0), value);
+    return get_slot(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), value);
 }
 
 int weir_value_put(const weir_record *r, const char *name, const void *v, size_t len) {
-    return put_slot(r, key_of('v', name, NULL, 0), v, len);
+    return put_slot(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), v, len);
 }
 
-int weir_value_delete(const weir_record *r, const char *name) { return delete_slot(r, key_of('v', name, NULL, 0)); }
+int weir_value_delete(const weir_record *r, const char *name) { return delete_slot(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0)); }
 
 int weir_value_get_i64(const weir_record *r, const char *name, int64_t *v) {
     uint64_t u = 0;
-    int s = get_u64(r, key_of('v', name, NULL, 0), &u);
+    int s = get_u64(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), &u);
     *v = s == 1 ? (int64_t)u : 0;
     return s;
 }
 
 int weir_value_put_i64(const weir_record *r, const char *name, int64_t v) {
-    return put_u64(r, key_of('v', name, NULL, 0), (uint64_t)v);
+    return put_u64(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), (uint64_t)v);
 }
 
 int weir_value_get_f64(const weir_record *r, const char *name, double *v) {
     uint64_t u = 0;
-    int s = get_u64(r, key_of('v', name, NULL, 0), &u);
+    int s = get_u64(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), &u);
     *v = s == 1 ? u2f(u) : 0;
     return s;
 }
 
 int weir_value_put_f64(const weir_record *r, const char *name, double v) {
-    return put_u64(r, key_of('v', name, NULL, 0), f2u(v));
+    return put_u64(r, key_of(WEIR_STATE_KIND_VALUE, name, NULL, 0), f2u(v));
 }
 
 int weir_map_get(const weir_record *r, const char *name, const void *key, size_t klen, weir_bytes *value) {
-    return get_slot(r, key_of('m', name, key, klen), value);
+    return get_slot(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), value);
 }
 
 int weir_map_put(const weir_record *r, const char *name, const void *key, size_t klen, const void *v, size_t len) {
-    return put_slot(r, key_of('m', name, key, klen), v, len);
+    return put_slot(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), v, len);
 }
 
 int weir_map_delete(const weir_record *r, const char *name, const void *key, size_t klen) {
-    return delete_slot(r, key_of('m', name, key, klen));
+    return delete_slot(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen));
 }
 
 int weir_map_get_i64(const weir_record *r, const char *name, const void *key, size_t klen, int64_t *v) {
     uint64_t u = 0;
-    int s = get_u64(r, key_of('m', name, key, klen), &u);
+    int s = get_u64(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), &u);
     *v = s == 1 ? (int64_t)u : 0;
     return s;
 }
 
 int weir_map_put_i64(const weir_record *r, const char *name, const void *key, size_t klen, int64_t v) {
-    return put_u64(r, key_of('m', name, key, klen), (uint64_t)v);
+    return put_u64(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), (uint64_t)v);
 }
 
 int weir_map_get_f64(const weir_record *r, const char *name, const void *key, size_t klen, double *v) {
     uint64_t u = 0;
-    int s = get_u64(r, key_of('m', name, key, klen), &u);
+    int s = get_u64(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), &u);
     *v = s == 1 ? u2f(u) : 0;
     return s;
 }
 
 int weir_map_put_f64(const weir_record *r, const char *name, const void *key, size_t klen, double v) {
-    return put_u64(r, key_of('m', name, key, klen), f2u(v));
+    return put_u64(r, key_of(WEIR_STATE_KIND_MAP, name, key, klen), f2u(v));
 }
 
 static const weir_buf *list_key(const char *name, int64_t i) {
-    uint8_t idx[8];
+    uint8_t idx[WEIR_STATE_LIST_INDEX_SIZE];
     if (i < 0)
-        return key_of('l', name, NULL, 0);
-    for (int j = 0; j < 8; j++)
-        idx[j] = (uint8_t)((uint64_t)i >> (56 - 8 * j));
-    return key_of('l', name, idx, 8);
+        return key_of(WEIR_STATE_KIND_LIST, name, NULL, 0);
+    for (size_t j = 0; j < sizeof idx; j++) /* big-endian */
+        idx[j] = (uint8_t)((uint64_t)i >> (8 * (sizeof idx - 1 - j)));
+    return key_of(WEIR_STATE_KIND_LIST, name, idx, sizeof idx);
 }
 
 int weir_list_len(const weir_record *r, const char *name, int64_t *n) {
@@ -1977,6 +1973,83 @@ void weir_json_quote(weir_buf *dst, const void *sv, size_t n) {
     weir_buf_byte(dst, '"');
 }
 
+/* roundtrips reports whether the decimal of the nd digits d and exponent
+ * e (d[0].d[1]...e<e>) reads back as f. */
+static bool roundtrips(const char *d, int nd, int e, double f) {
+    char tmp[48];
+    int k = 0;
+    tmp[k++] = d[0];
+    if (nd > 1) {
+        tmp[k++] = '.';
+        memcpy(tmp + k, d + 1, (size_t)nd - 1);
+        k += nd - 1;
+    }
+    snprintf(tmp + k, sizeof tmp - (size_t)k, "e%d", e);
+    return strtod(tmp, NULL) == f;
+}
+
+/* digits_at looks for p significant digits that read back as f (finite,
+ * not negative), the ones nearest f when several do: sets d[0..p) and
+ * the exponent *e, and returns true; or returns false when no p digits
+ * do. The p-digit decimal nearest f, which snprintf prints, does not
+ * always read back when another does: when f is a power of two, the
+ * doubles below it are closer together than those above, and the nearest
+ * decimal may lie below f, out of reach, while the next one up reads back.
+ * Some p digits read back if and only if one of the nearest and its two
+ * neighbours does. */
+static bool digits_at(double f, int p, char *d, int *e) {
+    char tmp[40];
+    snprintf(tmp, sizeof tmp, "%.*e", p - 1, f);
+    int nd = 0;
+    const char *s = tmp;
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.')
+            d[nd++] = *s;
+    *e = *s == 'e' ? atoi(s + 1) : 0;
+    if (roundtrips(d, p, *e, f))
+        return true;
+    char n[24];
+    int ne = *e;
+    /* The next p-digit decimal up. */
+    memcpy(n, d, (size_t)p);
+    int i = p - 1;
+    while (i >= 0 && n[i] == '9')
+        n[i--] = '0';
+    if (i < 0) {
+        n[0] = '1'; /* 99..9 + 1 = 100..0, one exponent up */
+        ne++;
+    } else {
+        n[i]++;
+    }
+    if (roundtrips(n, p, ne, f)) {
+        memcpy(d, n, (size_t)p);
+        *e = ne;
+        return true;
+    }
+    /* The next one down. */
+    memcpy(n, d, (size_t)p);
+    ne = *e;
+    i = p - 1;
+    while (i >= 0 && n[i] == '0')
+        n[i--] = '9';
+    if (i >= 0)
+        n[i]--;
+    if (n[0] == '0') {
+        /* 100..0 - 1 is 099..9: below a power of ten the p-digit decimals
+         * are ten times closer, and the next one down is 99..9 (p
+         * nines), one exponent down. */
+        memmove(n, n + 1, (size_t)p - 1);
+        n[p - 1] = '9';
+        ne--;
+    }
+    if (roundtrips(n, p, ne, f)) {
+        memcpy(d, n, (size_t)p);
+        *e = ne;
+        return true;
+    }
+    return false;
+}
+
 void weir_json_float_text(weir_buf *dst, double f) {
     if (isnan(f)) {
         weir_buf_str(dst, "nan");
@@ -1987,33 +2060,26 @@ void weir_json_float_text(weir_buf *dst, double f) {
         return;
     }
     /* The shortest digits that read back as f: 17 always do, and if p
-     * digits do, so do more, so search for the least p (about 4 rounds of
-     * snprintf and strtod instead of up to 17). */
-    char tmp[40];
+     * digits do, so do more, so search for the least p (about 4 rounds
+     * instead of up to 17). */
+    double a = fabs(f);
+    char digits[24];
+    int e = 0;
     int lo = 1, hi = 17;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        snprintf(tmp, sizeof tmp, "%.*e", mid - 1, f);
-        if (strtod(tmp, NULL) == f)
+        if (digits_at(a, mid, digits, &e))
             hi = mid;
         else
             lo = mid + 1;
     }
-    snprintf(tmp, sizeof tmp, "%.*e", lo - 1, f);
-    const char *s = tmp;
-    if (*s == '-') {
+    digits_at(a, lo, digits, &e);
+    size_t nd = (size_t)lo;
+    if (signbit(f))
         weir_buf_byte(dst, '-');
-        s++;
-    }
-    char digits[24];
-    size_t nd = 0;
-    for (; *s && *s != 'e'; s++)
-        if (*s != '.')
-            digits[nd++] = *s;
-    /* Trailing zeros are not significant (snprintf may pad). */
+    /* Trailing zeros are not significant. */
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
-    int e = *s == 'e' ? atoi(s + 1) : 0;
     if (e < -4 || e >= 16) {
         weir_buf_byte(dst, (uint8_t)digits[0]);
         if (nd > 1) {

@@ -92,6 +92,9 @@
 // ABI's optional weir_gc hook, which calls runtime.Gosched, and the host
 // calls it at least every abi.GCEveryCalls batches.
 //
-// The wjson subpackage is a reflection-free JSON reader and writer for use
-// in plugins; encoding/json is more than ten times slower in a wasm guest.
+// Package github.com/weir-stream/weir/abi/wjson is a reflection-free JSON
+// reader and writer for use in plugins (the host uses it too);
+// encoding/json is more than ten times slower in a wasm guest. The slot
+// keys of ValueState, MapState and ListState are package abi's state slot
+// convention (abi.AppendStateKey), which every weir SDK shares.
 package weir

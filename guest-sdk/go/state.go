@@ -9,46 +9,31 @@ import (
 )
 
 // StateKind is the first byte of every state key the SDK writes, telling the
-// kinds of state apart. It is a plain value.
-type StateKind byte
+// kinds of state apart: abi.StateKind, whose package defines the slot
+// convention every weir SDK shares.
+type StateKind = abi.StateKind
 
-// The kinds of state.
+// The kinds of state (abi.ValueStateKind, abi.MapStateKind and
+// abi.ListStateKind).
 const (
-	ValueStateKind StateKind = 'v'
-	MapStateKind   StateKind = 'm'
-	ListStateKind  StateKind = 'l'
+	ValueStateKind = abi.ValueStateKind
+	MapStateKind   = abi.MapStateKind
+	ListStateKind  = abi.ListStateKind
 )
 
 // AppendStateKey appends to dst the key under which the SDK stores a state
-// entry, and is the single definition of that encoding. It is a convention
-// shared by every weir guest SDK, so that state written by a plugin in one
-// language can be read by its rewrite in another. The exact bytes are:
+// entry: abi.AppendStateKey, the convention shared by every weir guest SDK,
+// so that state written by a plugin in one language can be read by its
+// rewrite in another. mapKey is a MapState entry's key, or a ListState
+// element's index suffix (abi.AppendStateListIndex); for ValueStateKind it
+// is not used and should be nil. The host adds its own scoping (operator
+// and record key) around this key.
 //
-//	ValueState name:           'v' (0x76), then the UTF-8 bytes of name.
-//	MapState name, entry key:  'm' (0x6d), then len(name) as an unsigned
-//	                           LEB128 varint (encoding/binary.AppendUvarint),
-//	                           then the bytes of name, then the entry key's
-//	                           bytes, unchanged.
-//	ListState name:            'l' (0x6c), len(name) as a varint, name, and
-//	                           then nothing for the list's length (an int64
-//	                           value), or the element's index as 8 bytes
-//	                           big-endian for an element: mapKey is that
-//	                           suffix.
-//
-// For ValueStateKind mapKey is not used and should be nil. The host adds its
-// own scoping (operator and record key) around this key.
-//
-// Typed values are stored as 8 bytes: a float64 as the little-endian bits of
-// its IEEE-754 binary64 form (math.Float64bits), an int64 as its
-// little-endian two's complement.
+// Typed values are stored as abi.StateNumberSize bytes: a float64 as the
+// little-endian bits of its IEEE-754 binary64 form (math.Float64bits), an
+// int64 as its little-endian two's complement.
 func AppendStateKey(dst []byte, kind StateKind, name string, mapKey []byte) []byte {
-	dst = append(dst, byte(kind))
-	if kind == ValueStateKind {
-		return append(dst, name...)
-	}
-	dst = binary.AppendUvarint(dst, uint64(len(name)))
-	dst = append(dst, name...)
-	return append(dst, mapKey...)
+	return abi.AppendStateKey(dst, kind, name, mapKey)
 }
 
 // StateError reports a state call the host refused. It is a plain value,
@@ -83,7 +68,7 @@ func (e *SizeError) Error() string {
 var stateBuf struct {
 	key []byte
 	val []byte
-	num [8]byte
+	num [abi.StateNumberSize]byte
 }
 
 // stateGetTries bounds the grow-and-retry loop of stateGet.
@@ -130,7 +115,7 @@ func getUint64(r *Record, key []byte, name, typ string) (uint64, bool, error) {
 	if !ok || err != nil {
 		return 0, false, err
 	}
-	if len(v) != 8 {
+	if len(v) != abi.StateNumberSize {
 		return 0, false, &SizeError{Name: name, Type: typ, Len: len(v)}
 	}
 	return binary.LittleEndian.Uint64(v), true, nil
@@ -273,7 +258,6 @@ func (s *MapState) PutInt64(r *Record, key []byte, i int64) error {
 // valid until the next state call of any state object.
 type ListState struct {
 	name string
-	idx  [8]byte
 }
 
 // NewListState returns the list state called name; see AppendStateKey for
@@ -285,13 +269,12 @@ func (s *ListState) Name() string { return s.name }
 
 // key returns the key of element i, or of the length for i < 0.
 func (s *ListState) key(i int64) []byte {
-	var suffix []byte
+	k := abi.AppendStateKey(stateBuf.key[:0], ListStateKind, s.name, nil)
 	if i >= 0 {
-		binary.BigEndian.PutUint64(s.idx[:], uint64(i))
-		suffix = s.idx[:]
+		k = abi.AppendStateListIndex(k, uint64(i))
 	}
-	stateBuf.key = AppendStateKey(stateBuf.key[:0], ListStateKind, s.name, suffix)
-	return stateBuf.key
+	stateBuf.key = k
+	return k
 }
 
 // Len returns the number of elements of r's key's list.

@@ -10,36 +10,22 @@ import (
 	"github.com/weir-stream/weir/abi"
 )
 
-func TestAppendStateKey(t *testing.T) {
-	tests := []struct {
-		name   string
+// TestAppendStateKeyIsABI checks that the SDK's state keys are package
+// abi's slot convention (whose own tests pin the bytes).
+func TestAppendStateKeyIsABI(t *testing.T) {
+	for _, tc := range []struct {
 		kind   StateKind
-		state  string
-		mapKey []byte
-		want   []byte
+		name   string
+		suffix []byte
 	}{
-		{"value state", ValueStateKind, "count", nil, []byte("vcount")},
-		{"value state empty name", ValueStateKind, "", nil, []byte("v")},
-		{"map state", MapStateKind, "LUT", []byte("temp"), []byte("m\x03LUTtemp")},
-		{"map state empty entry key", MapStateKind, "LUT", []byte{}, []byte("m\x03LUT")},
-		{"map state empty name", MapStateKind, "", []byte("k"), []byte("m\x00k")},
-		{"map state long name", MapStateKind, strings.Repeat("n", 200), []byte("k"),
-			append(append([]byte{'m', 0xc8, 0x01}, strings.Repeat("n", 200)...), 'k')},
-		{"map state binary entry key", MapStateKind, "s", []byte{0, 0xff}, []byte("m\x01s\x00\xff")},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := AppendStateKey([]byte("pre"), tc.kind, tc.state, tc.mapKey)
-			if want := append([]byte("pre"), tc.want...); !bytes.Equal(got, want) {
-				t.Errorf("got %q, want %q", got, want)
-			}
-		})
-	}
-	// Names of different lengths cannot make one map key look like another.
-	a := AppendStateKey(nil, MapStateKind, "ab", []byte("c"))
-	b := AppendStateKey(nil, MapStateKind, "a", []byte("bc"))
-	if bytes.Equal(a, b) {
-		t.Error("map state keys collide")
+		{ValueStateKind, "count", nil},
+		{MapStateKind, "LUT", []byte("temp")},
+		{ListStateKind, "events", abi.AppendStateListIndex(nil, 2)},
+	} {
+		got := AppendStateKey([]byte("pre"), tc.kind, tc.name, tc.suffix)
+		if want := abi.AppendStateKey([]byte("pre"), tc.kind, tc.name, tc.suffix); !bytes.Equal(got, want) {
+			t.Errorf("AppendStateKey(%q, %q) = %q, want abi's %q", tc.kind, tc.name, got, want)
+		}
 	}
 }
 

@@ -5,10 +5,12 @@
 use crate::record::{Headers, Record};
 
 /// The length that marks an absent key, value or accumulator.
-pub(crate) const ABSENT: u32 = 0xFFFF_FFFF;
+pub(crate) use crate::abi::ABSENT;
 
-/// The largest count any frame may declare (2^24).
-pub(crate) const MAX_COUNT: u32 = 1 << 24;
+/// The largest count any frame may declare (2^24): the batch limit, which
+/// every aggregate count shares.
+pub(crate) const MAX_COUNT: u32 = crate::abi::MAX_BATCH_RECORDS;
+const _: () = assert!(crate::abi::MAX_AGG_COUNT == MAX_COUNT);
 
 /// A frame from the host that does not decode: a host bug. The exports
 /// turn it into a trap.
@@ -240,14 +242,10 @@ pub(crate) fn put_opt(b: &mut Vec<u8>, v: Option<&[u8]>) {
 }
 
 /// Output entry kinds (ABI 5.2).
-pub(crate) const KIND_KEEP: u8 = 0;
-pub(crate) const KIND_RECORD: u8 = 1;
-pub(crate) const KIND_ERROR: u8 = 2;
+pub(crate) use crate::abi::{ENTRY_ERROR as KIND_ERROR, ENTRY_KEEP as KIND_KEEP, ENTRY_RECORD as KIND_RECORD};
 
 /// Record entry flags (ABI 5.2).
-pub(crate) const FLAG_KEY: u8 = 1;
-pub(crate) const FLAG_TIMESTAMP: u8 = 2;
-pub(crate) const FLAG_HEADERS: u8 = 4;
+pub(crate) use crate::abi::{FLAG_HEADERS, FLAG_KEY, FLAG_TIMESTAMP};
 
 #[inline]
 pub(crate) fn put_keep(b: &mut Vec<u8>, index: u32) {

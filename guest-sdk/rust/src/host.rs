@@ -1,19 +1,10 @@
-//! The host functions of module `weir_v1` (ABI section 6), and a native
-//! stand-in for unit tests off wasm.
+//! The host functions of module `weir_v1` (ABI section 6; declared in the
+//! generated `crate::abi::imports`), and a native stand-in for unit tests
+//! off wasm.
 
 #[cfg(target_arch = "wasm32")]
 mod imp {
-    #[link(wasm_import_module = "weir_v1")]
-    extern "C" {
-        #[link_name = "log"]
-        fn host_log(level: i32, ptr: *const u8, len: usize);
-        #[link_name = "state_get"]
-        fn host_state_get(index: u32, kptr: *const u8, klen: usize, vptr: *mut u8, vcap: usize) -> i32;
-        #[link_name = "state_put"]
-        fn host_state_put(index: u32, kptr: *const u8, klen: usize, vptr: *const u8, vlen: usize) -> i32;
-        #[link_name = "state_delete"]
-        fn host_state_delete(index: u32, kptr: *const u8, klen: usize) -> i32;
-    }
+    use crate::abi::imports::{host_log, host_state_delete, host_state_get, host_state_put};
 
     pub(crate) fn log(level: i32, msg: &[u8]) {
         unsafe { host_log(level, msg.as_ptr(), msg.len()) }
@@ -52,7 +43,7 @@ mod imp {
 
     pub(crate) fn state_get(_index: u32, key: &[u8], dst: &mut [u8]) -> i32 {
         STORE.with(|s| match s.borrow().get(key) {
-            None => -1,
+            None => crate::abi::STATUS_NOT_FOUND,
             Some(v) => {
                 let n = v.len().min(dst.len());
                 dst[..n].copy_from_slice(&v[..n]);
@@ -63,12 +54,12 @@ mod imp {
 
     pub(crate) fn state_put(_index: u32, key: &[u8], value: &[u8]) -> i32 {
         STORE.with(|s| s.borrow_mut().insert(key.to_vec(), value.to_vec()));
-        0
+        crate::abi::STATUS_OK
     }
 
     pub(crate) fn state_delete(_index: u32, key: &[u8]) -> i32 {
         STORE.with(|s| s.borrow_mut().remove(key));
-        0
+        crate::abi::STATUS_OK
     }
 }
 

@@ -67,6 +67,7 @@
 //! The host calls an instance from one thread, one call at a time; the SDK
 //! keeps its buffers in thread-locals and never locks.
 
+pub mod abi;
 mod acc;
 mod frame;
 mod host;
@@ -91,7 +92,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 /// The ABI version this SDK implements.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = abi::ABI_VERSION;
 
 /// A record's rejection (or init's failure): a message for the host.
 ///
@@ -241,10 +242,10 @@ impl<'a> Config<'a> {
 /// The severity of a log line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
-    Debug = 0,
-    Info = 1,
-    Warn = 2,
-    Error = 3,
+    Debug = abi::LOG_DEBUG as isize,
+    Info = abi::LOG_INFO as isize,
+    Warn = abi::LOG_WARN as isize,
+    Error = abi::LOG_ERROR as isize,
 }
 
 /// Writes `msg` to weir's log, tagged with the operator. The host cuts lines
@@ -268,65 +269,65 @@ macro_rules! log {
 macro_rules! plugin {
     ($init:expr) => {
         const _: () = {
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(version)]
             pub extern "C" fn weir_abi_v1() {}
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(initialize)]
             pub extern "C" fn _initialize() {
                 $crate::__rt::initialize()
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(alloc)]
             pub extern "C" fn weir_alloc(size: u32) -> u32 {
                 $crate::__rt::alloc(size)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(init)]
             pub extern "C" fn weir_init(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::init(ptr, len, $init)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(map)]
             pub extern "C" fn weir_map(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::batch($crate::__rt::Op::Map, ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(flat_map)]
             pub extern "C" fn weir_flat_map(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::batch($crate::__rt::Op::FlatMap, ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(filter)]
             pub extern "C" fn weir_filter(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::batch($crate::__rt::Op::Filter, ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(agg_create)]
             pub extern "C" fn weir_agg_create() -> u64 {
                 $crate::__rt::agg_create()
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(agg_add)]
             pub extern "C" fn weir_agg_add(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::agg_add(ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(agg_merge)]
             pub extern "C" fn weir_agg_merge(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::agg_merge(ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(agg_result)]
             pub extern "C" fn weir_agg_result(ptr: u32, len: u32) -> u64 {
                 $crate::__rt::agg_result(ptr, len)
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(ops)]
             pub extern "C" fn weir_ops() -> u32 {
                 $crate::__rt::ops()
             }
 
-            #[no_mangle]
+            #[export_name = $crate::__weir_export_name!(gc)]
             pub extern "C" fn weir_gc() {
                 $crate::__rt::gc()
             }

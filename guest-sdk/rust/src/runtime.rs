@@ -343,7 +343,7 @@ impl Processor {
             let a = rd.acc()?;
             let b = if merge { Some(rd.acc()?) } else { None };
             let entry = w.frame().len();
-            w.frame().push(0);
+            w.frame().push(crate::abi::AGG_OK);
             let len_pos = w.frame().len();
             put_u32(w.frame(), 0);
             w.begin();
@@ -357,7 +357,7 @@ impl Processor {
             match res {
                 Err(e) => {
                     w.frame().truncate(entry);
-                    w.frame().push(1);
+                    w.frame().push(crate::abi::AGG_ERROR);
                     frame::put_opt(w.frame(), Some(e.message().as_bytes()));
                 }
                 Ok(()) if w.is_null() && !merge => {
@@ -402,10 +402,7 @@ pub(crate) fn run_init(config: &[u8], init: fn(&Config<'_>) -> Result<(), Error>
 }
 
 /// The bits of weir_ops's answer (ABI section 4).
-pub(crate) const OP_MAP: u32 = 1;
-pub(crate) const OP_FLAT_MAP: u32 = 2;
-pub(crate) const OP_FILTER: u32 = 4;
-pub(crate) const OP_AGGREGATE: u32 = 8;
+pub(crate) use crate::abi::{OP_AGGREGATE, OP_FILTER, OP_FLAT_MAP, OP_MAP};
 
 /// weir_ops: the kinds with a registered function, as a bit set.
 pub(crate) fn ops() -> u32 {

@@ -11,25 +11,30 @@
 //! so state written by a plugin in one language can be read by its rewrite
 //! in another.
 
+use crate::abi;
 use crate::host;
 use crate::record::Record;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
-/// The first byte of every state key an SDK writes.
+/// The first byte of every state key an SDK writes ([`abi::STATE_KIND_VALUE`]
+/// and the others, generated from package abi).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StateKind {
     /// A [`ValueState`]: `'v'`.
-    Value = b'v' as isize,
+    Value = abi::STATE_KIND_VALUE as isize,
     /// A [`MapState`]: `'m'`.
-    Map = b'm' as isize,
+    Map = abi::STATE_KIND_MAP as isize,
     /// A [`ListState`]: `'l'`.
-    List = b'l' as isize,
+    List = abi::STATE_KIND_LIST as isize,
 }
 
+// Numbers and list indexes are stored as the bytes of a u64, i64 or f64.
+const _: () = assert!(abi::STATE_NUMBER_SIZE == 8 && abi::STATE_LIST_INDEX_SIZE == 8);
+
 /// Appends to `dst` the key under which state is stored, the convention
-/// shared by every weir guest SDK (the Go SDK's `AppendStateKey`):
+/// shared by every weir guest SDK (package abi's `AppendStateKey`):
 ///
 /// - value state `name`: `'v'`, then the UTF-8 bytes of `name`;
 /// - map state `name`, entry `k`: `'m'`, `name`'s length as an unsigned
@@ -79,15 +84,15 @@ pub enum StateError {
     },
 }
 
-/// The text of a host status, as the Go SDK words it.
+/// The text of a host status, as package abi's `StatusText` words it.
 pub fn status_text(s: i32) -> Cow<'static, str> {
     match s {
-        s if s >= 0 => "ok".into(),
-        -1 => "not found".into(),
-        -2 => "no record context (state is only available during a batch call)".into(),
-        -3 => "record index out of range for the current batch".into(),
-        -4 => "key or value too large".into(),
-        -5 => "pointer or length outside guest memory".into(),
+        s if s >= 0 => abi::STATUS_TEXT_OK.into(),
+        abi::STATUS_NOT_FOUND => abi::STATUS_TEXT_NOT_FOUND.into(),
+        abi::STATUS_NO_CONTEXT => abi::STATUS_TEXT_NO_CONTEXT.into(),
+        abi::STATUS_BAD_INDEX => abi::STATUS_TEXT_BAD_INDEX.into(),
+        abi::STATUS_TOO_LARGE => abi::STATUS_TEXT_TOO_LARGE.into(),
+        abi::STATUS_BAD_MEMORY => abi::STATUS_TEXT_BAD_MEMORY.into(),
         s => format!("unknown status {}", s).into(),
     }
 }
@@ -125,13 +130,13 @@ fn get_into(r: &Record<'_>, key: &[u8], name: &str, dst: &mut Vec<u8>) -> Result
         dst.clear();
         dst.resize(want, 0);
         let n = host::state_get(r.index, key, dst);
-        if n == -1 {
+        if n == abi::STATUS_NOT_FOUND {
             dst.clear();
             return Ok(false);
         }
         if n < 0 {
             dst.clear();
-            return Err(StateError::Host { call: "state_get", name: name.to_string(), status: n });
+            return Err(StateError::Host { call: abi::IMPORT_STATE_GET, name: name.to_string(), status: n });
         }
         let n = n as usize;
         if n <= want {
@@ -142,7 +147,7 @@ fn get_into(r: &Record<'_>, key: &[u8], name: &str, dst: &mut Vec<u8>) -> Result
         want = n;
     }
     dst.clear();
-    Err(StateError::Host { call: "state_get", name: name.to_string(), status: -4 })
+    Err(StateError::Host { call: abi::IMPORT_STATE_GET, name: name.to_string(), status: abi::STATUS_TOO_LARGE })
 }
 
 fn get_vec(r: &Record<'_>, key: &[u8], name: &str) -> Result<Option<Vec<u8>>, StateError> {
@@ -151,12 +156,12 @@ fn get_vec(r: &Record<'_>, key: &[u8], name: &str) -> Result<Option<Vec<u8>>, St
 }
 
 fn get_u64(r: &Record<'_>, key: &[u8], name: &str, ty: &'static str) -> Result<Option<u64>, StateError> {
-    let mut b = [0u8; 8];
+    let mut b = [0u8; abi::STATE_NUMBER_SIZE];
     let n = host::state_get(r.index, key, &mut b);
     match n {
-        -1 => Ok(None),
-        n if n < 0 => Err(StateError::Host { call: "state_get", name: name.to_string(), status: n }),
-        8 => Ok(Some(u64::from_le_bytes(b))),
+        abi::STATUS_NOT_FOUND => Ok(None),
+        n if n < 0 => Err(StateError::Host { call: abi::IMPORT_STATE_GET, name: name.to_string(), status: n }),
+        n if n as usize == abi::STATE_NUMBER_SIZE => Ok(Some(u64::from_le_bytes(b))),
         n => Err(StateError::Size { name: name.to_string(), ty, len: n as usize }),
     }
 }
@@ -164,7 +169,7 @@ fn get_u64(r: &Record<'_>, key: &[u8], name: &str, ty: &'static str) -> Result<O
 fn put(r: &Record<'_>, key: &[u8], value: &[u8], name: &str) -> Result<(), StateError> {
     let s = host::state_put(r.index, key, value);
     if s < 0 {
-        return Err(StateError::Host { call: "state_put", name: name.to_string(), status: s });
+        return Err(StateError::Host { call: abi::IMPORT_STATE_PUT, name: name.to_string(), status: s });
     }
     Ok(())
 }
@@ -172,7 +177,7 @@ fn put(r: &Record<'_>, key: &[u8], value: &[u8], name: &str) -> Result<(), State
 fn delete(r: &Record<'_>, key: &[u8], name: &str) -> Result<(), StateError> {
     let s = host::state_delete(r.index, key);
     if s < 0 {
-        return Err(StateError::Host { call: "state_delete", name: name.to_string(), status: s });
+        return Err(StateError::Host { call: abi::IMPORT_STATE_DELETE, name: name.to_string(), status: s });
     }
     Ok(())
 }

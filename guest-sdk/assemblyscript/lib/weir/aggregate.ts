@@ -4,6 +4,7 @@
 import { Record, decodeRecord, checkInput, badFrame, inputBuffer } from "./record";
 import { Writer } from "./writer";
 import { frame, pack, takeFailure, clearFailure, failed } from "./core";
+import { ABSENT, AGG_OK, AGG_ERROR } from "./abi";
 
 /**
  * Reads back, field by field, what an Aggregate's encode wrote with the
@@ -343,7 +344,7 @@ function readAcc(d: AccReader, p: usize, end: usize): usize {
 
 function writeValueError(mark: i32, msg: string): void {
   frame.len = mark;
-  frame.byte(1);
+  frame.byte(AGG_ERROR);
   let pos = frame.len;
   frame.u32(0);
   frame.string(msg);
@@ -368,7 +369,7 @@ export function runAggValues(ptr: usize, len: u32, merge: bool): u64 {
       writeValueError(mark, NO_AGGREGATE);
       continue;
     }
-    frame.byte(0);
+    frame.byte(AGG_OK);
     let pos = frame.len;
     frame.u32(0);
     clearFailure();
@@ -381,7 +382,7 @@ export function runAggValues(ptr: usize, len: u32, merge: bool): u64 {
     }
     if (!merge && resultOut.isNull) {
       frame.len = pos + 4;
-      frame.setU32At(pos, 0xFFFFFFFF);
+      frame.setU32At(pos, ABSENT);
     } else {
       frame.setU32At(pos, <u32>(frame.len - pos - 4));
     }

@@ -3,7 +3,8 @@
 
 import { Record, decodeRecord, checkInput, badFrame } from "./record";
 import { Writer } from "./writer";
-import { Output, Emitter, ENTRY_KEEP, ENTRY_ERROR, beginOutput, finishOutput } from "./output";
+import { Output, Emitter, beginOutput, finishOutput } from "./output";
+import { ENTRY_KEEP, ENTRY_ERROR, OP_MAP as OPS_MAP, OP_FLAT_MAP as OPS_FLAT_MAP, OP_FILTER as OPS_FILTER } from "./abi";
 
 /** Receives the operator's config (JSON; `{}` when the pipeline gives none). Call fail() to reject it. */
 export type InitFn = (config: Uint8Array) => void;
@@ -119,15 +120,13 @@ export function countEntry(): void {
   entries++;
 }
 
+/** @internal the batch operations, as runBatch takes them */
 export const OP_MAP = 0;
 export const OP_FLAT_MAP = 1;
 export const OP_FILTER = 2;
 
-/** The bits of the ABI's weir_ops answer (abi/ABI.md §4). */
-export const OPS_MAP: u32 = 1;
-export const OPS_FLAT_MAP: u32 = 2;
-export const OPS_FILTER: u32 = 4;
-export const OPS_AGGREGATE: u32 = 8;
+/** The bits of the ABI's weir_ops answer (abi/ABI.md §4), from abi.ts. */
+export { OP_MAP as OPS_MAP, OP_FLAT_MAP as OPS_FLAT_MAP, OP_FILTER as OPS_FILTER, OP_AGGREGATE as OPS_AGGREGATE } from "./abi";
 
 /** @internal the batch operations with a registered function, as weir_ops bits */
 export function registeredBatchOps(): u32 {

@@ -1,39 +1,28 @@
 // The host functions of ABI v1 (abi/ABI.md §6), imported from module
-// "weir_v1". Pointers and lengths are byte offsets and counts in this
-// module's memory.
+// "weir_v1", and their statuses: declared in abi.ts, which is generated
+// from package abi. Pointers and lengths are byte offsets and counts in
+// this module's memory.
 
-// @ts-ignore: decorator
-@external("weir_v1", "log")
-export declare function hostLog(level: i32, ptr: usize, len: u32): void;
+import {
+  STATUS_NOT_FOUND, STATUS_NO_CONTEXT, STATUS_BAD_INDEX, STATUS_TOO_LARGE, STATUS_BAD_MEMORY,
+  STATUS_TEXT_OK, STATUS_TEXT_NOT_FOUND, STATUS_TEXT_NO_CONTEXT, STATUS_TEXT_BAD_INDEX,
+  STATUS_TEXT_TOO_LARGE, STATUS_TEXT_BAD_MEMORY,
+} from "./abi";
 
-// @ts-ignore: decorator
-@external("weir_v1", "state_get")
-export declare function hostStateGet(index: u32, kptr: usize, klen: u32, vptr: usize, vcap: u32): i32;
-
-// @ts-ignore: decorator
-@external("weir_v1", "state_put")
-export declare function hostStatePut(index: u32, kptr: usize, klen: u32, vptr: usize, vlen: u32): i32;
-
-// @ts-ignore: decorator
-@external("weir_v1", "state_delete")
-export declare function hostStateDelete(index: u32, kptr: usize, klen: u32): i32;
-
-// The statuses of the state calls (ABI §6).
-export const STATUS_NOT_FOUND: i32 = -1;
-export const STATUS_NO_CONTEXT: i32 = -2;
-export const STATUS_BAD_INDEX: i32 = -3;
-export const STATUS_TOO_LARGE: i32 = -4;
-export const STATUS_BAD_MEMORY: i32 = -5;
+export {
+  hostLog, hostStateGet, hostStatePut, hostStateDelete,
+  STATUS_NOT_FOUND, STATUS_NO_CONTEXT, STATUS_BAD_INDEX, STATUS_TOO_LARGE, STATUS_BAD_MEMORY,
+} from "./abi";
 
 /** The text of a state call status, worded as package abi's StatusText. */
 export function statusText(status: i32): string {
   switch (status) {
-    case STATUS_NOT_FOUND: return "not found";
-    case STATUS_NO_CONTEXT: return "no record context (state is only available during a batch call)";
-    case STATUS_BAD_INDEX: return "record index out of range for the current batch";
-    case STATUS_TOO_LARGE: return "key or value too large";
-    case STATUS_BAD_MEMORY: return "pointer or length outside guest memory";
+    case STATUS_NOT_FOUND: return STATUS_TEXT_NOT_FOUND;
+    case STATUS_NO_CONTEXT: return STATUS_TEXT_NO_CONTEXT;
+    case STATUS_BAD_INDEX: return STATUS_TEXT_BAD_INDEX;
+    case STATUS_TOO_LARGE: return STATUS_TEXT_TOO_LARGE;
+    case STATUS_BAD_MEMORY: return STATUS_TEXT_BAD_MEMORY;
   }
-  if (status >= 0) return "ok";
+  if (status >= 0) return STATUS_TEXT_OK;
   return "unknown status " + status.toString();
 }

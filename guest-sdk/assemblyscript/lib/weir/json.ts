@@ -6,7 +6,7 @@
 import { Writer } from "./writer";
 import { utf8Equals } from "./record";
 import { fail } from "./core";
-import { dtoa_buffered } from "util/number";
+import { parseDecimal, shortestDigits, digitsExp } from "./decimal";
 
 /** The kinds of JSON value. Invalid is "not present": what a lookup gives when nothing is there. */
 export enum Kind {
@@ -135,7 +135,7 @@ export class Value {
    */
   toFloat(): f64 {
     if (this.kind != Kind.Number) return NaN;
-    return parseFloatRaw(this.ptr, this.length);
+    return parseDecimal(this.ptr, this.length);
   }
 
   /** true for the literal true; false for anything else. */
@@ -778,6 +778,53 @@ export function valid(doc: Uint8Array | null): bool {
 
 const tmpValue = new Value();
 
+/** The function each calls with each field: its name (a Value of kind String) and its value; false stops. */
+export type EachFn = (key: Value, val: Value) => bool;
+
+/**
+ * Validates doc and calls fn with each field of its top-level object, in
+ * document order and including repeated names, until fn returns false.
+ * Returns null, or the error: the syntax error of a malformed document
+ * (before fn is called), or for a well-formed document that is not an
+ * object "json: wrong kind of JSON value: want object, got <kind>". The
+ * Values are new for each call and valid while doc is; fn may read other
+ * documents (and doc) with this module's functions.
+ */
+export function each(doc: Uint8Array | null, fn: EachFn): string | null {
+  let top = parse(doc, tmpValue);
+  if (top.error !== null) return top.error;
+  if (top.kind != Kind.Object) return "json: wrong kind of JSON value: want object, got " + kindName(top.kind);
+  let d = doc!;
+  let p = d.dataStart;
+  let n = d.byteLength;
+  begin(p, n);
+  let i = ws(top.start + 1);
+  if (at(i) == 0x7d) return null;
+  depth = 1;
+  while (true) {
+    let key = new Value();
+    reset(key, d, p);
+    key.kind = Kind.String;
+    key.start = i;
+    key.end = str(i);
+    key.plain = vPlain;
+    i = ws(ws(key.end) + 1);
+    let val = new Value();
+    reset(val, d, p);
+    val.start = i;
+    val.end = value(i);
+    val.kind = vKind;
+    val.plain = vPlain;
+    if (!fn(key, val)) return null;
+    // fn may have read other documents: the parser's state is doc's again.
+    begin(p, n);
+    depth = 1;
+    i = next(val.end, 0x7d, "object key:value pair");
+    if (i < -1) return null;
+  }
+  return null;
+}
+
 // ---- strings ----
 
 // decoded rune and its size, from decodeRune
@@ -1093,90 +1140,17 @@ function parseIntRaw(p: usize, n: i32): bool {
   return true;
 }
 
-// Exact powers of ten for the fast path.
-const POW10 = memory.data<f64>([1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22]);
-
-// parseFloatRaw parses a JSON number literal. Literals of up to 19
-// significant digits whose value is an integer up to 2^53 scaled by 10^±22
-// are converted exactly (Clinger's fast path, correctly rounded); others
-// use the standard library's parseFloat.
-function parseFloatRaw(p: usize, n: i32): f64 {
-  let i = 0;
-  let neg = false;
-  if (n > 0 && load<u8>(p) == 0x2d) {
-    neg = true;
-    i = 1;
-  }
-  let m: u64 = 0;
-  let digits = 0;
-  let exp: i32 = 0;
-  let exact = true;
-  for (; i < n; i++) {
-    let d = <u32>load<u8>(p + <usize>i) - 0x30;
-    if (d >= 10) break;
-    if (digits < 19) {
-      m = m * 10 + d;
-      if (m != 0) digits++;
-    } else {
-      exp++;
-      if (d != 0) exact = false;
-    }
-  }
-  if (i < n && load<u8>(p + <usize>i) == 0x2e) {
-    i++;
-    for (; i < n; i++) {
-      let d = <u32>load<u8>(p + <usize>i) - 0x30;
-      if (d >= 10) break;
-      if (digits < 19) {
-        m = m * 10 + d;
-        if (m != 0) digits++;
-        exp--;
-      } else if (d != 0) {
-        exact = false;
-      }
-    }
-  }
-  if (i < n && (<u32>load<u8>(p + <usize>i) | 0x20) == 0x65) {
-    i++;
-    let eneg = false;
-    if (i < n) {
-      let s = load<u8>(p + <usize>i);
-      if (s == 0x2d || s == 0x2b) {
-        eneg = s == 0x2d;
-        i++;
-      }
-    }
-    let e: i32 = 0;
-    for (; i < n; i++) {
-      let d = <u32>load<u8>(p + <usize>i) - 0x30;
-      if (d >= 10) break;
-      if (e < 100000) e = e * 10 + <i32>d;
-    }
-    exp += eneg ? -e : e;
-  }
-  if (m == 0) return neg ? -0.0 : 0.0;
-  if (exact && m <= (<u64>1 << 53) && exp >= -22 && exp <= 22) {
-    let f = <f64>m;
-    f = exp < 0 ? f / load<f64>(POW10 + (<usize>(-exp) << 3)) : f * load<f64>(POW10 + (<usize>exp << 3));
-    return neg ? -f : f;
-  }
-  return parseFloat(String.UTF8.decodeUnsafe(p, <usize>n));
-}
-
 // ---- float formatting ----
 
-const DTOA = memory.data(64);
 const DIGITS = memory.data(32);
 
 /**
  * Appends f formatted as Python's repr(float), as the Go SDK's
- * wjson.AppendFloat: positional notation when 1e-4 <= |f| < 1e16, always
+ * wjson.AppendFloat: the shortest digits that read back as f (the nearest
+ * to f of those); positional notation when 1e-4 <= |f| < 1e16, always
  * with a decimal point (52.0, 0.0001, 1000000000000000.0); otherwise
  * exponent notation with a sign and at least two exponent digits (1e+16,
- * 1.5e-05); -0.0 as "-0.0"; NaN and ±Infinity as nan, inf, -inf. The digits
- * are the standard library's shortest-form digits (Grisu2), which parse
- * back to exactly f.
+ * 1.5e-05); -0.0 as "-0.0"; NaN and ±Infinity as nan, inf, -inf.
  */
 export function appendFloat(w: Writer, f: f64): void {
   if (isNaN(f)) {
@@ -1195,44 +1169,9 @@ export function appendFloat(w: Writer, f: f64): void {
     w.byte(0x2d);
     f = -f;
   }
-  // dtoa writes UTF-16: digits, maybe '.', maybe 'e' and a signed exponent.
-  let len = <i32>dtoa_buffered<f64>(DTOA, f);
-  let nd = 0; // significant digits collected
-  let point = -1; // digits (leading zeros included) before the '.'
-  let all = 0; // digits seen, leading zeros included
-  let lead = 0; // leading zeros
-  let e10: i32 = 0;
-  let i = 0;
-  for (; i < len; i++) {
-    let c = <u32>load<u16>(DTOA + (<usize>i << 1));
-    if (c == 0x2e) {
-      point = all;
-      continue;
-    }
-    if (c == 0x65) break;
-    all++;
-    if (nd == 0 && c == 0x30) {
-      lead++;
-      continue;
-    }
-    store<u8>(DIGITS + <usize>nd, <u8>c);
-    nd++;
-  }
-  if (point < 0) point = all;
-  if (i < len) {
-    i++;
-    let eneg = false;
-    let c = <u32>load<u16>(DTOA + (<usize>i << 1));
-    if (c == 0x2d || c == 0x2b) {
-      eneg = c == 0x2d;
-      i++;
-    }
-    for (; i < len; i++) e10 = e10 * 10 + <i32>(load<u16>(DTOA + (<usize>i << 1)) - 0x30);
-    if (eneg) e10 = -e10;
-  }
-  while (nd > 1 && load<u8>(DIGITS + <usize>nd - 1) == 0x30) nd--;
-  // The value is 0.d1d2... * 10^(point - lead + e10); e is d1's exponent.
-  let e = point - lead + e10 - 1;
+  let nd = shortestDigits(f, DIGITS);
+  // The value is 0.d1d2... * 10^digitsExp; e is d1's exponent.
+  let e = digitsExp - 1;
   if (e < -4 || e >= 16) {
     w.byte(load<u8>(DIGITS));
     if (nd > 1) {

@@ -2,13 +2,14 @@
 
 import { Writer } from "./writer";
 import { hostLog } from "./host";
+import { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } from "./abi";
 
 /** The log levels of weir_v1.log. */
 export enum LogLevel {
-  Debug = 0,
-  Info = 1,
-  Warn = 2,
-  Error = 3,
+  Debug = LOG_DEBUG,
+  Info = LOG_INFO,
+  Warn = LOG_WARN,
+  Error = LOG_ERROR,
 }
 
 const line = new Writer(256);

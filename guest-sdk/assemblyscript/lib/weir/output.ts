@@ -3,21 +3,7 @@
 import { Record } from "./record";
 import { Writer } from "./writer";
 import { frame, fail, writeKeep, countEntry } from "./core";
-
-/** @internal entry kinds */
-// @ts-ignore: decorator
-@inline export const ENTRY_KEEP: u8 = 0;
-// @ts-ignore: decorator
-@inline export const ENTRY_RECORD: u8 = 1;
-// @ts-ignore: decorator
-@inline export const ENTRY_ERROR: u8 = 2;
-
-// @ts-ignore: decorator
-@inline const FLAG_KEY: u8 = 1;
-// @ts-ignore: decorator
-@inline const FLAG_TIMESTAMP: u8 = 2;
-// @ts-ignore: decorator
-@inline const FLAG_HEADERS: u8 = 4;
+import { ENTRY_RECORD, FLAG_KEY, FLAG_TIMESTAMP, FLAG_HEADERS, ABSENT } from "./abi";
 
 // @ts-ignore: decorator
 @inline const OPEN: u8 = 0; // accepting fields
@@ -98,7 +84,7 @@ export class Output {
     h.string(name);
     h.setU32At(pos, <u32>(h.len - pos - 4));
     if (value === null) {
-      h.u32(0xFFFFFFFF);
+      h.u32(ABSENT);
     } else {
       h.u32(<u32>value.byteLength);
       h.bytes(value);
@@ -177,7 +163,7 @@ export class Output {
     if (this.flags & FLAG_KEY) {
       let k = this.key;
       if (k === null) {
-        f.u32(0xFFFFFFFF);
+        f.u32(ABSENT);
       } else {
         f.u32(<u32>k.byteLength);
         f.bytes(k);
@@ -220,7 +206,7 @@ export function finishOutput(o: Output): void {
     s = o.state;
   }
   if (s == VALUE) {
-    let len = o.valueNull ? 0xFFFFFFFF : <u32>(frame.len - o.lenPos - 4);
+    let len = o.valueNull ? ABSENT : <u32>(frame.len - o.lenPos - 4);
     frame.setU32At(o.lenPos, len);
     countEntry();
   }

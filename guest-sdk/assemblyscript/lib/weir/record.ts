@@ -1,7 +1,7 @@
 // Record: one input record of a batch, decoded in place from the frame the
 // host wrote (ABI §5.1).
 
-const NONE: u32 = 0xFFFFFFFF;
+import { ABSENT as NONE } from "./abi";
 
 /**
  * One input record, as a plugin function sees it.

@@ -1,6 +1,7 @@
 // Keyed state (ABI §6), with the slot naming convention every weir SDK
-// shares (the Go SDK's AppendStateKey), so that state written by a plugin
-// in one language is read by its rewrite in another:
+// shares (package abi's AppendStateKey; the kind bytes and sizes below are
+// generated from it into abi.ts), so that state written by a plugin in one
+// language is read by its rewrite in another:
 //
 //   ValueState n:         'v', then the UTF-8 bytes of n
 //   MapState n, entry k:  'm', len(n) as an unsigned LEB128 varint, n, k
@@ -20,10 +21,14 @@ import { Record } from "./record";
 import { Writer } from "./writer";
 import { fail } from "./core";
 import { hostStateGet, hostStatePut, hostStateDelete, statusText, STATUS_NOT_FOUND, STATUS_TOO_LARGE } from "./host";
+import {
+  STATE_KIND_VALUE, STATE_KIND_MAP, STATE_KIND_LIST, STATE_LIST_INDEX_SIZE, STATE_NUMBER_SIZE,
+  IMPORT_STATE_GET, IMPORT_STATE_PUT, IMPORT_STATE_DELETE,
+} from "./abi";
 
-export const VALUE_STATE_KIND: u8 = 0x76; // 'v'
-export const MAP_STATE_KIND: u8 = 0x6d; // 'm'
-export const LIST_STATE_KIND: u8 = 0x6c; // 'l'
+export const VALUE_STATE_KIND: u8 = STATE_KIND_VALUE; // 'v'
+export const MAP_STATE_KIND: u8 = STATE_KIND_MAP; // 'm'
+export const LIST_STATE_KIND: u8 = STATE_KIND_LIST; // 'l'
 
 /**
  * Appends to w the key of a state slot, the shared convention (Go:
@@ -52,7 +57,7 @@ export function appendStateKey(w: Writer, kind: u8, name: string, suffix: Uint8A
 // thread): key is where keys are built, val where state_get copies values.
 const keyBuf = new Writer(256);
 let val = new ArrayBuffer(256);
-const num = new Writer(8);
+const num = new Writer(STATE_NUMBER_SIZE);
 
 const GET_TRIES = 4;
 
@@ -67,13 +72,13 @@ function getRaw(r: Record, name: string): i32 {
     let n = hostStateGet(r.index, keyBuf.ptr, <u32>keyBuf.len, changetype<usize>(val), <u32>val.byteLength);
     if (n == STATUS_NOT_FOUND) return -1;
     if (n < 0) {
-      stateError("state_get", name, n);
+      stateError(IMPORT_STATE_GET, name, n);
       return -1;
     }
     if (n <= val.byteLength) return n;
     val = new ArrayBuffer(n); // grow and ask again
   }
-  stateError("state_get", name, STATUS_TOO_LARGE);
+  stateError(IMPORT_STATE_GET, name, STATUS_TOO_LARGE);
   return -1;
 }
 
@@ -86,7 +91,7 @@ function getBytes(r: Record, name: string): Uint8Array | null {
 function getNum(r: Record, name: string, type: string): bool {
   let n = getRaw(r, name);
   if (n < 0) return false;
-  if (n != 8) {
+  if (n != STATE_NUMBER_SIZE) {
     fail("weir: state \"" + name + "\" holds " + n.toString() + " bytes, not an 8-byte " + type);
     return false;
   }
@@ -95,7 +100,7 @@ function getNum(r: Record, name: string, type: string): bool {
 
 function putRaw(r: Record, name: string, ptr: usize, len: i32): void {
   let s = hostStatePut(r.index, keyBuf.ptr, <u32>keyBuf.len, ptr, <u32>len);
-  if (s < 0) stateError("state_put", name, s);
+  if (s < 0) stateError(IMPORT_STATE_PUT, name, s);
 }
 
 function putBytes(r: Record, name: string, v: Uint8Array): void {
@@ -104,12 +109,12 @@ function putBytes(r: Record, name: string, v: Uint8Array): void {
 
 function putU64(r: Record, name: string, u: u64): void {
   store<u64>(num.ptr, u);
-  putRaw(r, name, num.ptr, 8);
+  putRaw(r, name, num.ptr, STATE_NUMBER_SIZE);
 }
 
 function deleteRaw(r: Record, name: string): void {
   let s = hostStateDelete(r.index, keyBuf.ptr, <u32>keyBuf.len);
-  if (s < 0) stateError("state_delete", name, s);
+  if (s < 0) stateError(IMPORT_STATE_DELETE, name, s);
 }
 
 /**
@@ -259,7 +264,7 @@ export class MapState {
  */
 export class ListState {
   readonly name: string;
-  private idx: Uint8Array = new Uint8Array(8);
+  private idx: Uint8Array = new Uint8Array(STATE_LIST_INDEX_SIZE);
 
   constructor(name: string) {
     this.name = name;
