@@ -188,10 +188,10 @@ var (
 		[]string{"pipeline", "operator", "outcome"}, nil)
 )
 
-// collect sends the pipeline's metrics, reading the live stats. The
-// Admin's collector calls it for every registered pipeline: every sample
-// carries the pipeline's name (a label, or the histograms' const label), so
-// several pipelines' metrics never collide.
+// collect sends the pipeline's metrics, reading the live stats. The admin
+// server's collector calls it (Pipeline.Collector) for every pipeline:
+// every sample carries the pipeline's name (a label, or the histograms'
+// const label), so several pipelines' metrics never collide.
 func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 	name := m.p.cfg.Name
 	st := m.p.Stats()
