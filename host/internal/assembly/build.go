@@ -62,6 +62,10 @@ type builder struct {
 	cc       kafka.ClientConfig
 	txn      *kafka.Txn // the exactly-once transaction, if any
 	kafkaRun bool       // a source reads Kafka
+	// keyed is KeyedState(Ops) when Build started: one answer for every
+	// decision of the run (standby, changelog, routing), even if a plugin
+	// reload changes a plugin's answer meanwhile.
+	keyed bool
 }
 
 // Build assembles one run of the pipeline: it connects to Kafka (or starts
@@ -72,8 +76,8 @@ type builder struct {
 // missing output topic) is a *ConfigError.
 func Build(ctx context.Context, d Deps) (_ *Run, err error) {
 	cfg := d.Config
-	b := &builder{Deps: d, run: &Run{Engine: &engine.Pipeline{BatchSize: cfg.Engine.BatchSize, QueueDepth: cfg.Engine.QueueDepth,
-		Parallelism: cfg.Engine.Parallelism, EventTime: eventTimes(cfg)}}}
+	b := &builder{Deps: d, keyed: KeyedState(d.Ops), run: &Run{Engine: &engine.Pipeline{BatchSize: cfg.Engine.BatchSize,
+		QueueDepth: cfg.Engine.QueueDepth, Parallelism: cfg.Engine.Parallelism, EventTime: eventTimes(cfg)}}}
 	defer func() {
 		if err != nil {
 			b.closeStages()
@@ -124,12 +128,12 @@ func KeyedState(ops []operator.Operator) bool {
 
 // steps makes each operator's engine step for this run.
 func (b *builder) steps(ctx context.Context) error {
-	keyedFirst, keyed := b.firstSegmentKeyed(), KeyedState(b.Ops)
+	keyedFirst := b.firstSegmentKeyed()
 	firstSegment := true
 	for _, o := range b.Ops {
 		run := operator.Run{Kafka: b.cc,
 			Unkeyed:   b.Config.Engine.Parallelism > 1 && firstSegment && !keyedFirst,
-			ScaledOut: b.kafkaRun && !keyed,
+			ScaledOut: b.kafkaRun && !b.keyed,
 			Defer:     func(f func()) { b.run.stops = append(b.run.stops, f) }}
 		st, err := o.Step(ctx, run)
 		if err != nil {

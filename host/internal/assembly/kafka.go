@@ -103,10 +103,9 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 		format = kafka.FormatRaw
 	}
 	c := &b.Config.Checkpoints
-	keyed := KeyedState(b.Ops)
 	var txn *kafka.TxnConfig
 	if c.Enabled && c.Delivery == config.ExactlyOnce {
-		txn = &kafka.TxnConfig{ID: transactionalID(b.Config, s, keyed), Timeout: max(time.Minute, 2*c.Interval)}
+		txn = &kafka.TxnConfig{ID: transactionalID(b.Config, s, b.keyed), Timeout: max(time.Minute, 2*c.Interval)}
 		for i := range b.Config.Sinks {
 			// The transaction's producer takes the first Kafka sink's settings.
 			if k := &b.Config.Sinks[i]; k.Type == config.SinkKafka {
@@ -119,7 +118,7 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 		Name: s.Name, Client: b.cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
 		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: b.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
-		SessionTimeout: s.SessionTimeout, Exclusive: keyed, PositionsFromGroup: !keyed,
+		SessionTimeout: s.SessionTimeout, Exclusive: b.keyed, PositionsFromGroup: !b.keyed,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)

@@ -19,7 +19,7 @@ import (
 // state, checkpointed or not, scale out: their instances share the
 // group's partitions, and the group's offsets are their positions.
 func (b *builder) awaitSoleMember(ctx context.Context) error {
-	if !KeyedState(b.Ops) {
+	if !b.keyed {
 		return nil
 	}
 	warm := b.checkpointSetup().WarmStandby()
@@ -42,7 +42,7 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 // checkpointSetup is what the run's checkpoints are set up from.
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
-		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: KeyedState(b.Ops), SyncOutputs: b.run.Engine.SyncOutputs}
+		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs}
 }
 
 // checkpoints brings the state to the last checkpoint and sets up the

@@ -42,7 +42,7 @@ func (p *Plugins) Load(ctx context.Context, op *config.Operator, path string, st
 		Operator:          op.Name,
 		Path:              path,
 		Wasm:              bin,
-		Op:                pluginOp(op.Type),
+		Op:                pluginOps[op.Type],
 		InitConfig:        op.ConfigJSON,
 		MemoryLimitPages:  uint32(op.MemoryLimitPages),
 		Timeout:           pluginTimeout(op.Timeout),
@@ -97,10 +97,8 @@ func pluginTimeout(d time.Duration) time.Duration {
 	return d
 }
 
-// pluginOp is the ABI operation an operator kind's plugin serves.
-func pluginOp(t config.OperatorType) abi.Op {
-	return map[config.OperatorType]abi.Op{
-		config.OperatorMap: abi.OpMap, config.OperatorFlatMap: abi.OpFlatMap,
-		config.OperatorFilter: abi.OpFilter, config.OperatorWindow: abi.OpAggregate,
-	}[t]
+// pluginOps is the ABI operation each operator kind's plugin serves.
+var pluginOps = map[config.OperatorType]abi.Op{
+	config.OperatorMap: abi.OpMap, config.OperatorFlatMap: abi.OpFlatMap,
+	config.OperatorFilter: abi.OpFilter, config.OperatorWindow: abi.OpAggregate,
 }

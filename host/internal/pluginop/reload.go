@@ -15,7 +15,7 @@ import (
 
 // Hot reload.
 //
-// Each map, flat_map and filter operator has a Operator holding its live
+// Each map, flat_map and filter operator is an Operator holding its live
 // version. A reload builds the plugin if it is Go source, compiles it,
 // checks it against the ABI, initialises it with its config, and
 // instantiates one worker for each of the operator's instances, all

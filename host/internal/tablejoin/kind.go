@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -13,7 +14,7 @@ import (
 
 // Kind is the operator table's row for table_join.
 var Kind = operator.Kind{Load: func(_ context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
-	return tableOp{op: op, log: env}, nil
+	return tableOp{op: op, log: env.Logger}, nil
 }}
 
 // tableOp is a loaded table_join operator. Its table is loaded for each
@@ -21,7 +22,7 @@ var Kind = operator.Kind{Load: func(_ context.Context, op *config.Operator, env 
 // table's topic held when the run started.
 type tableOp struct {
 	op  *config.Operator
-	log operator.Env
+	log *slog.Logger
 }
 
 // Step loads the table and returns the step: one operator per worker, all
@@ -29,7 +30,7 @@ type tableOp struct {
 // ends.
 func (o tableOp) Step(ctx context.Context, run operator.Run) (engine.Step, error) {
 	op := o.op
-	t, err := kafka.OpenTable(ctx, kafka.TableConfig{Client: run.Kafka, Topic: op.TableJoin.Topic, Logger: o.log.Logger})
+	t, err := kafka.OpenTable(ctx, kafka.TableConfig{Client: run.Kafka, Topic: op.TableJoin.Topic, Logger: o.log})
 	if err != nil {
 		if errors.Is(err, kafka.ErrNoTopic) {
 			return engine.Step{}, fmt.Errorf("%s: %s: topic %q does not exist; create it (a compacted topic, keyed by the table key) before the run", op.At("topic"), op.FieldPath("topic"), op.TableJoin.Topic)
