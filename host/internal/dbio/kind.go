@@ -33,11 +33,9 @@ func loadLookup(ctx context.Context, op *config.Operator, _ operator.Env) (opera
 		}
 		return lo, nil
 	}}
-	o, err := st.New(ctx)
-	if err != nil {
+	if err := operator.TryStep(ctx, st); err != nil {
 		return nil, err
 	}
-	o.Close(ctx)
 	return operator.Fixed{S: st}, nil
 }
 

@@ -145,3 +145,14 @@ func (f Fixed) KeyedState() bool { return f.Keyed }
 
 // Close implements Operator.
 func (Fixed) Close(context.Context) error { return nil }
+
+// TryStep makes one instance of st and closes it, so that settings only
+// the operator can judge (a query the database rejects) are a load error,
+// not a failure of the first run.
+func TryStep(ctx context.Context, st engine.Step) error {
+	o, err := st.New(ctx)
+	if err != nil {
+		return err
+	}
+	return o.Close(ctx)
+}

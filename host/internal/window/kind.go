@@ -61,7 +61,7 @@ func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (ope
 			}
 			return wo, nil
 		}}
-		return operator.Fixed{S: st, Keyed: true}, tryStep(ctx, st)
+		return fixedKeyed(ctx, st)
 	}
 	plug, err := env.Plugins.LoadAggregate(ctx, op, env)
 	if err != nil {
@@ -82,16 +82,6 @@ func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (ope
 		return &pluginWindow{Operator: wo, agg: agg}, nil
 	}}
 	return pluginWindowOp{Fixed: operator.Fixed{S: st, Keyed: true}, plug: plug}, nil
-}
-
-// tryStep builds one instance of st and closes it, so that settings the
-// operator rejects are a load error.
-func tryStep(ctx context.Context, st engine.Step) error {
-	o, err := st.New(ctx)
-	if err != nil {
-		return err
-	}
-	return o.Close(ctx)
 }
 
 // pluginWindowOp is a window operator with an aggregate plugin, which it
@@ -135,5 +125,14 @@ func loadRolling(ctx context.Context, op *config.Operator, env operator.Env) (op
 		}
 		return ro, nil
 	}}
-	return operator.Fixed{S: st, Keyed: true}, tryStep(ctx, st)
+	return fixedKeyed(ctx, st)
+}
+
+// fixedKeyed is the keyed operator of st, once one instance of it was made
+// (operator.TryStep).
+func fixedKeyed(ctx context.Context, st engine.Step) (operator.Operator, error) {
+	if err := operator.TryStep(ctx, st); err != nil {
+		return nil, err
+	}
+	return operator.Fixed{S: st, Keyed: true}, nil
 }
