@@ -71,8 +71,7 @@ type DeadLetterConfig struct {
 type DeadLetterSink struct {
 	topic    string
 	cl       *kgo.Client
-	shared   bool // cl is a transaction's
-	txn      *Txn // that transaction, or nil
+	txn      *Txn // the transaction whose client cl is, or nil
 	log      *slog.Logger
 	timeout  time.Duration
 	inflight sync.WaitGroup
@@ -97,7 +96,7 @@ func NewDeadLetterSink(cfg DeadLetterConfig) (*DeadLetterSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", label, err)
 	}
-	return &DeadLetterSink{topic: cfg.Topic, cl: cl, shared: cfg.Txn != nil, txn: cfg.Txn, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
+	return &DeadLetterSink{topic: cfg.Topic, cl: cl, txn: cfg.Txn, log: log.With("dead_letter_topic", cfg.Topic), timeout: timeout, label: label}, nil
 }
 
 // dlqPending is one dead letter on its way: the record, storage for its
@@ -184,5 +183,5 @@ func (d *DeadLetterSink) Close() error {
 		return nil
 	}
 	d.closed = true
-	return snkClose(d.cl, d.shared, &d.inflight, d.timeout, d.log, d.label)
+	return snkClose(d.cl, d.txn != nil, &d.inflight, d.timeout, d.log, d.label)
 }

@@ -129,8 +129,7 @@ type Sink struct {
 	keyPath   []string
 	keyDesc   string // and about the key field
 	cl        *kgo.Client
-	shared    bool // cl is a transaction's, closed by its Source
-	txn       *Txn // that transaction, or nil
+	txn       *Txn // the transaction whose client cl is (closed by its Source), or nil
 	log       *slog.Logger
 	timeout   time.Duration
 	batchMax  int64  // the client's ProducerBatchMaxBytes
@@ -179,7 +178,6 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		return nil, fmt.Errorf("sink %q: %w", cfg.Name, err)
 	}
 	s := &Sink{
-		shared:    cfg.Txn != nil,
 		txn:       cfg.Txn,
 		name:      cfg.Name,
 		topic:     cfg.Topic,
@@ -563,7 +561,7 @@ func (s *Sink) Close() error {
 		return nil
 	}
 	s.closed = true
-	return snkClose(s.cl, s.shared, &s.inflight, s.timeout, s.log, "sink "+strconv.Quote(s.name))
+	return snkClose(s.cl, s.txn != nil, &s.inflight, s.timeout, s.log, "sink "+strconv.Quote(s.name))
 }
 
 // snkClose flushes cl for up to timeout, closes it unless it is shared (a
