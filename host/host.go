@@ -71,7 +71,7 @@ type Pipeline struct {
 // with its config. Nothing reads input before Run.
 func Load(ctx context.Context, path string, opts Options) (*Pipeline, error) {
 	opts = opts.withDefaults()
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path, assembly.Schemas())
 	if err != nil {
 		return nil, &loadError{kind: ErrConfig, err: err}
 	}

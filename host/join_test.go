@@ -191,7 +191,7 @@ sinks: [{name: out, type: discard}]
 	}
 	var got []string
 	for _, e := range es {
-		got = append(got, fmt.Sprintf("%s@%d", e.Kind, e.Start))
+		got = append(got, fmt.Sprintf("%s@%d", e.Kind, e.Attrs["event_time"]))
 	}
 	if strings.Join(got, " ") != "join_left@1000 join_right@2000" {
 		t.Errorf("join state of x: %v", got)

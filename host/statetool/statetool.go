@@ -52,7 +52,7 @@ const importBatch = 4096
 // stateConfig loads the pipeline file and returns it, requiring badger
 // state.
 func stateConfig(pipelinePath string) (*config.Pipeline, error) {
-	cfg, err := config.Load(pipelinePath)
+	cfg, err := config.Load(pipelinePath, assembly.Schemas())
 	if err != nil {
 		return nil, config.Invalid(err)
 	}
@@ -251,8 +251,8 @@ type Entry struct {
 	// UserKey is the entry's user key as stored.
 	UserKey []byte
 	// KeyEntry is what the operator's kind says the entry is (its Kind,
-	// Name, MapKey, NilKey, Start, End, Records and Row); Kind is "raw"
-	// when the user key follows none of the kind's layouts.
+	// Text, Attrs and NilKey); Kind is "raw" when the user key follows
+	// none of the kind's layouts.
 	operator.KeyEntry
 	// Value is the entry's value as stored.
 	Value []byte
@@ -275,9 +275,6 @@ func entries(sc state.Scanner, typ config.OperatorType, operator string, recordK
 		}
 		e := decodeEntry(typ, rk, uk, v)
 		e.UserKey, e.Value = bytes.Clone(uk), bytes.Clone(v)
-		if e.MapKey != nil {
-			e.MapKey = bytes.Clone(e.MapKey)
-		}
 		out = append(out, e)
 		return nil
 	})
@@ -297,34 +294,16 @@ func decodeEntry(typ config.OperatorType, rk, uk, v []byte) Entry {
 }
 
 // Fields returns the entry as JSON fields, as weir state inspect --json
-// prints them: kind, and name, map_key (or map_key_hex), start, end,
-// records, row, user_key_hex and nil_key where they apply; value when the
+// prints them: kind, the parts its kind decodes (name, map_key or
+// map_key_hex, start, end, records, row, event_time, offset...),
+// user_key_hex for a raw entry, nil_key where it applies; value when the
 // value is JSON, value_hex otherwise.
 func (e *Entry) Fields() map[string]any {
 	m := map[string]any{"kind": e.Kind}
-	switch e.Kind {
-	case "value":
-		m["name"] = e.Name
-	case "list":
-		m["name"], m["index"] = e.Name, e.Row
-	case "map":
-		m["name"] = e.Name
-		if utf8.Valid(e.MapKey) {
-			m["map_key"] = string(e.MapKey)
-		} else {
-			m["map_key_hex"] = hex.EncodeToString(e.MapKey)
-		}
-	case "pane":
-		m["start"] = e.Start
-	case "session":
-		m["start"], m["end"] = e.Start, e.End
-	case "count":
-		m["start"], m["end"], m["records"] = e.Start, e.End, e.Records
-	case "rolling_row":
-		m["row"] = e.Row
-	case "join_left", "join_right", "join_left_matched", "join_right_matched":
-		m["event_time"], m["offset"] = e.Start, e.Row
-	case "raw":
+	for k, v := range e.Attrs {
+		m[k] = v
+	}
+	if e.Kind == "raw" {
 		m["user_key_hex"] = hex.EncodeToString(e.UserKey)
 	}
 	if e.NilKey {
@@ -345,38 +324,12 @@ func Query(sc state.Scanner, opType, operator string, recordKey []byte) ([]Entry
 	return entries(sc, config.OperatorType(opType), operator, recordKey)
 }
 
-// Describe returns the entry's user key for people: `value "count"`,
-// `map "LUT" ["x"]`, `pane 2024-03-17T09:20:00Z`, and so on.
+// Describe returns the entry's user key for people, as its kind says it
+// (`value "count"`, `map "LUT" ["x"]`, `pane start 2024-03-17T09:20:00Z`),
+// or `raw "..."` for one that follows none of its kind's layouts.
 func (e *Entry) Describe() string {
-	var s string
-	switch e.Kind {
-	case "value":
-		s = "value " + strconv.Quote(e.Name)
-	case "map":
-		s = "map " + strconv.Quote(e.Name) + " [" + quoteBytes(e.MapKey) + "]"
-	case "list":
-		s = "list " + strconv.Quote(e.Name) + " length"
-		if e.Row >= 0 {
-			s = fmt.Sprintf("list %s [%d]", strconv.Quote(e.Name), e.Row)
-		}
-	case "pane":
-		s = "pane start " + msTime(e.Start)
-	case "session":
-		s = "session [" + msTime(e.Start) + ", " + msTime(e.End) + ")"
-	case "count":
-		s = fmt.Sprintf("count window, %d records, [%s, %s)", e.Records, msTime(e.Start), msTime(e.End))
-	case "window":
-		s = "window operator entry"
-	case "rolling":
-		s = "rolling header"
-	case "rolling_row":
-		s = fmt.Sprintf("rolling row %d", e.Row)
-	case "join_left", "join_right":
-		s = fmt.Sprintf("%s record at %s (offset %d)", strings.TrimPrefix(e.Kind, "join_"), msTime(e.Start), e.Row)
-	case "join_left_matched", "join_right_matched":
-		side := strings.TrimSuffix(strings.TrimPrefix(e.Kind, "join_"), "_matched")
-		s = fmt.Sprintf("%s record at %s (offset %d) matched", side, msTime(e.Start), e.Row)
-	default:
+	s := e.Text
+	if e.Kind == "raw" {
 		s = "raw " + quoteBytes(e.UserKey)
 	}
 	if e.NilKey {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/dbio"
+	"github.com/weir-stream/weir/host/internal/dedupe"
 	"github.com/weir-stream/weir/host/internal/join"
 	"github.com/weir-stream/weir/host/internal/keyby"
 	"github.com/weir-stream/weir/host/internal/operator"
@@ -27,6 +28,19 @@ var kinds = map[config.OperatorType]operator.Kind{
 	config.OperatorLookup:    dbio.LookupKind,
 	config.OperatorTableJoin: tablejoin.Kind,
 	config.OperatorJoin:      join.Kind,
+	dedupe.Type:              dedupe.Kind,
+}
+
+// Schemas returns the operator types of the table whose packages decode
+// their own settings, for config.Load.
+func Schemas() config.Kinds {
+	out := config.Kinds{}
+	for t, k := range kinds {
+		if k.Schema.Decode != nil {
+			out[t] = k.Schema
+		}
+	}
+	return out
 }
 
 // LoadOperators loads every operator of cfg, in order, each with the Env

@@ -1,6 +1,8 @@
 package assembly
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/weir-stream/weir/abi"
@@ -9,18 +11,30 @@ import (
 
 // TestEveryTypeHasARow checks the operator table against the types the
 // config accepts: a type without a row would pass validation and fail to
-// load, a row without a type could never be used.
+// load, a row without a type could never be used. A row the config
+// package does not know must bring its Schema, and may not take a
+// built-in type's name.
 func TestEveryTypeHasARow(t *testing.T) {
-	accepted := map[config.OperatorType]bool{}
+	builtIn := map[config.OperatorType]bool{}
 	for _, typ := range config.OperatorTypes() {
-		accepted[typ] = true
+		builtIn[typ] = true
 		if k, ok := kinds[typ]; !ok || k.Load == nil {
 			t.Errorf("operator type %q has no row (or no Load) in the operator table", typ)
+		} else if k.Schema.Decode != nil {
+			t.Errorf("operator type %q is built into the config package, and its row brings a Schema too", typ)
 		}
 	}
-	for typ := range kinds {
-		if !accepted[typ] {
-			t.Errorf("the operator table has a row for %q, which the config does not accept", typ)
+	for typ, k := range kinds {
+		if builtIn[typ] {
+			continue
+		}
+		if k.Schema.Decode == nil || k.Load == nil {
+			t.Errorf("the operator table's row for %q has no Schema (or no Load), and the config does not know it", typ)
+			continue
+		}
+		doc := fmt.Sprintf("name: p\nsources: [{name: in, type: stdin}]\noperators: [{name: op, type: %s}]\nsinks: [{name: out, type: discard}]\n", typ)
+		if _, err := config.Parse("p.yaml", []byte(doc), nil, Schemas()); err != nil && strings.Contains(err.Error(), "invalid value") {
+			t.Errorf("the config refuses the table's type %q: %v", typ, err)
 		}
 	}
 }
@@ -49,7 +63,8 @@ func TestDescribeEntry(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e, ok := DescribeEntry(tc.typ, nil, tc.uk, nil)
-			if ok != (tc.wantKind != "") || e.Kind != tc.wantKind || e.Name != tc.wantName {
+			name, _ := e.Attrs["name"].(string)
+			if ok != (tc.wantKind != "") || e.Kind != tc.wantKind || name != tc.wantName {
 				t.Errorf("DescribeEntry = %+v, %v; want kind %q name %q", e, ok, tc.wantKind, tc.wantName)
 			}
 		})

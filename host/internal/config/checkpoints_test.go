@@ -23,7 +23,7 @@ func TestParseCheckpoints(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nstate: {backend: badger, dir: st}\nsources: [{name: in, type: kafka, topics: [a]}]\nsinks: [{name: out, type: kafka, topic: b}]\n" + tt.doc
-			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestParseCheckpointErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
-			_, err := Parse("pipeline.yaml", []byte("name: p\n"+tt.doc), nil)
+			_, err := Parse("pipeline.yaml", []byte("name: p\n"+tt.doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v\nwant it to contain %q", err, tt.want)
 			}
@@ -88,7 +88,7 @@ func TestParseStateTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - {name: m, type: map, plugin: plugins/double.wasm" + tt.fields + "}\nsinks: [{name: out, type: stdout}]\n"
-			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "pipeline.yaml:4:") {
 					t.Fatalf("err = %v, want %q at line 4", err, tt.wantErr)
@@ -124,7 +124,7 @@ func TestParseMemoryBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nengine: {" + tt.engine + "}\nsources: [{name: in, type: stdin}]\noperators:\n  - {name: k, type: key_by, field: id}\n  - {name: w, type: window, kind: tumbling, size: 1s, aggregates: [{func: count, as: n}]" + tt.window + "}\nsinks: [{name: out, type: stdout}]\n"
-			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)

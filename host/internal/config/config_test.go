@@ -114,7 +114,7 @@ dead_letter:
 
 func TestParseValidPipeline(t *testing.T) {
 	dir := setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(fullPipeline), nil)
+	p, err := Parse("pipeline.yaml", []byte(fullPipeline), nil, nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -218,7 +218,7 @@ operators:
 sinks:
   - {name: out, type: stdout}
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +789,7 @@ func TestParseErrors(t *testing.T) {
 			if tt.env != nil {
 				env = mapEnv(tt.env)
 			}
-			p, err := Parse("pipeline.yaml", []byte(tt.doc), env)
+			p, err := Parse("pipeline.yaml", []byte(tt.doc), env, nil)
 			if err == nil {
 				t.Fatalf("Parse succeeded: %+v", p)
 			}
@@ -828,7 +828,7 @@ engine:
 sources:
   - {name: in, type: stdin, format: xml}
 `
-	_, err := Parse("pipeline.yaml", []byte(doc), mapEnv(map[string]string{"WEIR_ENGINE_PARALLELISM": "x"}))
+	_, err := Parse("pipeline.yaml", []byte(doc), mapEnv(map[string]string{"WEIR_ENGINE_PARALLELISM": "x"}), nil)
 	var errs Errors
 	if !errors.As(err, &errs) {
 		t.Fatalf("err = %v", err)
@@ -919,7 +919,7 @@ var envOverrides = map[string]string{
 
 func TestEnvOverrides(t *testing.T) {
 	dir := setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(envBase), mapEnv(envOverrides))
+	p, err := Parse("pipeline.yaml", []byte(envBase), mapEnv(envOverrides), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -936,7 +936,7 @@ func TestEnvOverridesFromTheEnvironment(t *testing.T) {
 	t.Setenv("WEIR_ENGINE_QUEUE_DEPTH", "") // set but empty: unset
 	mustWrite(t, filepath.Join(dir, "pipeline.yaml"), envBase)
 
-	p, err := Load("pipeline.yaml")
+	p, err := Load("pipeline.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -946,7 +946,7 @@ func TestEnvOverridesFromTheEnvironment(t *testing.T) {
 	}
 
 	t.Setenv("WEIR_ENGINE_BATCH_SIZE", "0x")
-	_, err = Parse("pipeline.yaml", []byte(envBase), OSEnv())
+	_, err = Parse("pipeline.yaml", []byte(envBase), OSEnv(), nil)
 	want := `$WEIR_ENGINE_BATCH_SIZE: engine.batch_size: expected an integer, got "0x"`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %s", err, want)
@@ -954,7 +954,7 @@ func TestEnvOverridesFromTheEnvironment(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err = %v", err)
 	}
@@ -985,7 +985,7 @@ operators:
   - {name: m, type: map, plugin: plugins/double.wasm, config: {first: *v, second: *v}}
 sinks: [{name: out, type: stdout}]
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1002,13 +1002,13 @@ sinks: [{name: out, type: stdout}]
 		prev = n
 	}
 	bomb += "sources: [{name: g, type: generator, fields: [{name: x, kind: constant, value: *i}]}]\n"
-	_, err = Parse("pipeline.yaml", []byte(bomb), nil)
+	_, err = Parse("pipeline.yaml", []byte(bomb), nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "too large once aliases are expanded") {
 		t.Errorf("err = %v", err)
 	}
 
 	// A self-referencing alias must not recurse forever.
-	_, err = Parse("pipeline.yaml", []byte("name: p\nsources: &s [{name: g, type: generator, fields: *s}]\n"), nil)
+	_, err = Parse("pipeline.yaml", []byte("name: p\nsources: &s [{name: g, type: generator, fields: *s}]\n"), nil, nil)
 	if err == nil {
 		t.Errorf("self-referencing alias accepted")
 	}

@@ -28,7 +28,7 @@ sinks:
     columns: {city: city, window_time: window_end, avg_temperature: avg.temperature}
     key: [city, window_time]
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestParseLookupAndDatabaseSinkErrors(t *testing.T) {
 				sk = `{name: out, type: stdout}`
 			}
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - " + op + "\nsinks:\n  - " + sk + "\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			at := "pipeline.yaml:" + string(rune('0'+tt.line)) + ":"
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), at) {
 				t.Fatalf("err = %v\nwant it to contain %q at %s", err, tt.want, at)

@@ -20,20 +20,21 @@ import (
 // validated, with environment overrides from the process environment (see
 // OSEnv). When the file cannot be read the error is the *os.PathError;
 // otherwise a failing pipeline gives an Errors listing every problem.
-func Load(path string) (*Pipeline, error) {
+func Load(path string, kinds Kinds) (*Pipeline, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(path, data, OSEnv())
+	return Parse(path, data, OSEnv(), kinds)
 }
 
 // Parse decodes and validates the pipeline in data. filename is used in
 // positions and, made absolute, to resolve relative paths; env looks up
 // override variables by full name (such as os.LookupEnv or OSEnv()); a nil
-// env applies no overrides, and a variable set to "" counts as unset. On
-// failure the error is an Errors holding every problem found.
-func Parse(filename string, data []byte, env func(string) (string, bool)) (p *Pipeline, err error) {
+// env applies no overrides, and a variable set to "" counts as unset.
+// kinds are the operator types beyond the built-in ones (nil for none).
+// On failure the error is an Errors holding every problem found.
+func Parse(filename string, data []byte, env func(string) (string, bool), kinds Kinds) (p *Pipeline, err error) {
 	display := filename
 	if display == "" {
 		display = "<input>"
@@ -49,6 +50,7 @@ func Parse(filename string, data []byte, env func(string) (string, bool)) (p *Pi
 		dir:     filepath.Dir(abs),
 		env:     env,
 		envPos:  make(map[*yaml.Node]string),
+		kinds:   kinds,
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -80,6 +82,7 @@ type decoder struct {
 	errs    Errors
 	envPos  map[*yaml.Node]string // nodes made from environment variables
 	budget  int
+	kinds   Kinds // operator types decoded by their own packages
 }
 
 func (d *decoder) finishErrors() Errors {

@@ -83,7 +83,7 @@
 //	      idle_advance: false  # when all is quiet, advance the watermark with the wall clock
 //	operators:              # optional, in chain order
 //	  - name: by-id
-//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup | table_join | join
+//	    type: key_by        # key_by | map | flat_map | filter | window | rolling | lookup | table_join | join | dedupe
 //	    field: id           # key_by: required dotted JSON path, a.b.c
 //	    fields: {persons: id}  # key_by: optional, per source name, another path for that source's records
 //	  - name: detect
@@ -147,6 +147,10 @@
 //	                        #   absent = regular join, every record kept in state
 //	    window: 10s         # or a tumbling window join: pairs whose event times share a window (not with between)
 //	    ttl: 1h             # a regular join only: drop a record once the watermark passes its event time by this
+//	  - name: unique
+//	    type: dedupe        # a key's first record passes, its repeats are dropped (settings decoded by host/internal/dedupe)
+//	    within: 10m         # optional: a repeat is less than this from one of its key's passed records, in event time;
+//	                        #   absent = for ever
 //	sinks:                  # at least one
 //	  - name: out
 //	    type: file          # stdout | file | discard | kafka | database

@@ -36,7 +36,7 @@ func TestExactlyOnceFileOutputs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nstate: {backend: badger, dir: st}\ncheckpoints: {delivery: exactly_once}\n" + tt.doc
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("unexpected error: %v", err)

@@ -85,7 +85,7 @@ sinks:
 			}
 			return "", false
 		}
-		p, err := Parse(filename, data, env)
+		p, err := Parse(filename, data, env, nil)
 		if err != nil {
 			if p != nil {
 				t.Fatalf("pipeline returned with error %v", err)

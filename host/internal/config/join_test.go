@@ -32,7 +32,7 @@ func TestParseJoin(t *testing.T) {
 	} {
 		t.Run(tt.fields, func(t *testing.T) {
 			setupDir(t)
-			p, err := Parse("pipeline.yaml", []byte(joinDoc(tt.fields)), nil)
+			p, err := Parse("pipeline.yaml", []byte(joinDoc(tt.fields)), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestParseJoinErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
-			_, err := Parse("pipeline.yaml", []byte(joinDoc(tt.fields)), nil)
+			_, err := Parse("pipeline.yaml", []byte(joinDoc(tt.fields)), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:5:") {
 				t.Fatalf("err = %v\nwant it to contain %q at pipeline.yaml:5", err, tt.want)
 			}
@@ -62,7 +62,7 @@ func TestParseJoinErrors(t *testing.T) {
 	setupDir(t)
 	doc := strings.Replace(joinDoc(", join: right"), "{name: j, type: join, left: a, right: b, join: right}",
 		`{name: l, type: lookup, database: {driver: mysql, dsn: x}, field: id, query: "SELECT a FROM t WHERE id = ?", join: right}`, 1)
-	if _, err := Parse("pipeline.yaml", []byte(doc), nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want one of %s, %s)", JoinInner, JoinLeft)) {
+	if _, err := Parse("pipeline.yaml", []byte(doc), nil, nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want one of %s, %s)", JoinInner, JoinLeft)) {
 		t.Errorf("a right lookup join: %v", err)
 	}
 }

@@ -58,7 +58,7 @@ dead_letter:
 
 func TestParseKafkaPipeline(t *testing.T) {
 	dir := setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(kafkaPipeline), nil)
+	p, err := Parse("pipeline.yaml", []byte(kafkaPipeline), nil, nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -133,7 +133,7 @@ sinks: [{name: alerts, type: kafka, topic: sensor.alerts}]
 // embedded broker and every default.
 func TestParseKafkaDefaults(t *testing.T) {
 	setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(kafkaMinimal), nil)
+	p, err := Parse("pipeline.yaml", []byte(kafkaMinimal), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestParseKafkaDefaults(t *testing.T) {
 	// A pipeline without Kafka stages does not use Kafka, but still gets
 	// the kafka defaults (for weir produce and weir consume).
 	setupDir(t)
-	p, err = Parse("pipeline.yaml", []byte(fullPipeline), nil)
+	p, err = Parse("pipeline.yaml", []byte(fullPipeline), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,8 @@ func TestParseKafkaDefaults(t *testing.T) {
 sources: [{name: in, type: stdin}]
 sinks: [{name: out, type: stdout}]
 dead_letter: {type: kafka, topic: dlq}
-`), nil)
+`), nil, nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ sinks: [{name: alerts, type: kafka, topic: a}]
 
 func TestParseKafkaEmbedded(t *testing.T) {
 	dir := setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(kafkaEmbedded), nil)
+	p, err := Parse("pipeline.yaml", []byte(kafkaEmbedded), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestParseKafkaEmbedded(t *testing.T) {
 	}
 
 	// A null tls block counts as present, like an empty one.
-	p, err = Parse("pipeline.yaml", []byte("name: p\nkafka:\n  tls:\nsources: [{name: r, type: kafka, topics: [r]}]\nsinks: [{name: out, type: stdout}]\n"), nil)
+	p, err = Parse("pipeline.yaml", []byte("name: p\nkafka:\n  tls:\nsources: [{name: r, type: kafka, topics: [r]}]\nsinks: [{name: out, type: stdout}]\n"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func checkKafkaEnvOverrides(t *testing.T, dir string, p *Pipeline) {
 
 func TestKafkaEnvOverrides(t *testing.T) {
 	dir := setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte(kafkaEnvBase), mapEnv(kafkaEnvOverrides))
+	p, err := Parse("pipeline.yaml", []byte(kafkaEnvBase), mapEnv(kafkaEnvOverrides), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestKafkaEnvOverrides(t *testing.T) {
 
 	// WEIR_KAFKA_BROKERS needs no kafka block, and replaces the embedded
 	// defaults.
-	p, err = Parse("pipeline.yaml", []byte(kafkaMinimal), mapEnv(map[string]string{"WEIR_KAFKA_BROKERS": "solo:9092"}))
+	p, err = Parse("pipeline.yaml", []byte(kafkaMinimal), mapEnv(map[string]string{"WEIR_KAFKA_BROKERS": "solo:9092"}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,14 +309,14 @@ func TestKafkaEnvOverridesFromTheEnvironment(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	mustWrite(t, filepath.Join(dir, "pipeline.yaml"), kafkaEnvBase)
-	p, err := Load("pipeline.yaml")
+	p, err := Load("pipeline.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkKafkaEnvOverrides(t, dir, p)
 
 	t.Setenv("WEIR_KAFKA_BROKERS", "ok:1,bad")
-	_, err = Load("pipeline.yaml")
+	_, err = Load("pipeline.yaml", nil)
 	want := `$WEIR_KAFKA_BROKERS: kafka.brokers[1]: invalid address "bad": missing port (want host:port)`
 	if err == nil || err.Error() != want {
 		t.Errorf("err = %v, want %s", err, want)
@@ -383,7 +384,7 @@ func TestParseKafkaStopAt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: readings, type: kafka, topics: [sensor.readings], stop_at: " + tt.value + "}]\nsinks: [{name: out, type: stdout}]\n"
-			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v\nwant %s", err, tt.wantErr)
@@ -418,7 +419,7 @@ func TestKafkaBrokersOverrideEmbedded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			setupDir(t)
 			doc := strings.Replace(embedded, "%s", tc.brokers, 1)
-			p, err := Parse("pipeline.yaml", []byte(doc), mapEnv(tc.env))
+			p, err := Parse("pipeline.yaml", []byte(doc), mapEnv(tc.env), nil)
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want %q", err, tc.want)

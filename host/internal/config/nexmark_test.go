@@ -21,7 +21,7 @@ sources:
     event_time: {field: dateTime}
 sinks: [{name: out, type: discard}]
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ sinks: [{name: out, type: discard}]
 
 func TestParseNexmarkDefaults(t *testing.T) {
 	setupDir(t)
-	p, err := Parse("pipeline.yaml", []byte("name: q\nsources: [{name: e, type: nexmark}]\nsinks: [{name: out, type: discard}]\n"), nil)
+	p, err := Parse("pipeline.yaml", []byte("name: q\nsources: [{name: e, type: nexmark}]\nsinks: [{name: out, type: discard}]\n"), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +49,8 @@ func TestParseNexmarkDefaults(t *testing.T) {
 func TestParseNexmarkEnv(t *testing.T) {
 	setupDir(t)
 	env := map[string]string{"WEIR_SOURCES_E_COUNT": "42", "WEIR_SOURCES_E_FIRST_EVENT_RATE": "1e6"}
-	p, err := Parse("pipeline.yaml", []byte("name: q\nsources: [{name: e, type: nexmark, count: 1}]\nsinks: [{name: out, type: discard}]\n"),
-		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	p, err := Parse("pipeline.yaml", []byte("name: q\nsources: [{name: e, type: nexmark, count: 1}]\nsinks: [{name: out, type: discard}]\n"), func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestParseNexmarkErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources:\n  - " + tt.src + "\nsinks: [{name: out, type: discard}]\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:3:") {
 				t.Fatalf("err = %v\nwant it to contain %q at line 3", err, tt.want)
 			}

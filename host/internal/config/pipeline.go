@@ -445,7 +445,7 @@ func (d *decoder) genField(n *yaml.Node, listPath, srcEnv string, i int) (GenFie
 
 func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool) {
 	var op Operator
-	o, name, typ := d.stage(n, "operators", i, &op.Meta, "type", operatorTypes)
+	o, name, typ := d.stage(n, "operators", i, &op.Meta, "type", d.types())
 	if o == nil {
 		return op, false
 	}
@@ -509,8 +509,10 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		d.tableJoin(o, &op)
 	case op.Type == OperatorJoin:
 		d.join(o, &op)
+	default:
+		d.settings(o, &op)
 	}
-	o.finish(operatorFields[op.Type], union(operatorFields, operatorTypes), o.kindOf(typ, "operators", "type"))
+	o.finish(d.fieldsOf(op.Type), d.allOperatorFields(), o.kindOf(typ, "operators", "type"))
 	return op, true
 }
 

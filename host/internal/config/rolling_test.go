@@ -27,7 +27,7 @@ operators:
     aggregates: [{func: max, field: a.b, as: m}]
 sinks: [{name: out, type: stdout}]
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestParseRollingErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - " + tt.op + "\nsinks: [{name: out, type: stdout}]\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:4:") {
 				t.Fatalf("err = %v\nwant it to contain %q at line 4", err, tt.want)
 			}

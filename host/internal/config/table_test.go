@@ -19,7 +19,7 @@ func TestParseTableJoin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - " + tt.op + "\nsinks: [{name: out, type: stdout}]\n"
-			p, err := Parse("pipeline.yaml", []byte(doc), nil)
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestParseTableJoinErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - " + tt.op + "\nsinks: [{name: out, type: stdout}]\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:4:") {
 				t.Fatalf("err = %v\nwant it to contain %q at pipeline.yaml:4", err, tt.want)
 			}

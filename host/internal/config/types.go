@@ -439,6 +439,10 @@ type Operator struct {
 
 	// join
 	Join Join
+
+	// Settings are the settings of a type of Kinds, as its Schema decoded
+	// them; nil for the built-in types.
+	Settings any
 }
 
 // Values of a plugin operator's state_ttl_time.

@@ -26,7 +26,7 @@ operators:
       - {func: count_distinct, field: co, as: levels, exact: 10}
 sinks: [{name: out, type: stdout}]
 `
-	p, err := Parse("pipeline.yaml", []byte(doc), nil)
+	p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestParseWindowErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - " + tt.op + "\nsinks: [{name: out, type: stdout}]\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:4:") {
 				t.Fatalf("err = %v\nwant it to contain %q at line 4", err, tt.want)
 			}
@@ -89,7 +89,7 @@ func TestParseEventTimeErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			setupDir(t)
 			doc := "name: p\nsources: [{name: in, type: stdin, event_time: " + tt.et + "}]\nsinks: [{name: out, type: stdout}]\n"
-			_, err := Parse("pipeline.yaml", []byte(doc), nil)
+			_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pipeline.yaml:2:") {
 				t.Fatalf("err = %v\nwant it to contain %q at line 2", err, tt.want)
 			}

@@ -163,7 +163,7 @@ func TestDuplicateKeyPosition(t *testing.T) {
 // onlyError parses doc and returns its one error.
 func onlyError(t *testing.T, doc string) *Error {
 	t.Helper()
-	_, err := Parse("pipeline.yaml", []byte(doc), nil)
+	_, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
 	var errs Errors
 	if !errors.As(err, &errs) || len(errs) != 1 {
 		t.Fatalf("Parse error %v, want one error", err)

@@ -2,6 +2,7 @@ package join
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/weir-stream/weir/host/internal/operator"
 )
@@ -16,6 +17,14 @@ func Describe(_, uk, _ []byte) (operator.KeyEntry, bool) {
 	if len(uk) != userKeyLen || kinds[uk[0]] == "" {
 		return operator.KeyEntry{}, false
 	}
-	return operator.KeyEntry{Kind: kinds[uk[0]], Start: int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63),
-		Row: int64(binary.BigEndian.Uint64(uk[13:]))}, true
+	t, offset := int64(binary.BigEndian.Uint64(uk[1:])^1<<63), int64(binary.BigEndian.Uint64(uk[13:]))
+	side, text := "left", "%s record at %s (offset %d)"
+	if uk[0]&^markBit == sideRight {
+		side = "right"
+	}
+	if uk[0]&markBit != 0 {
+		text += " matched"
+	}
+	return operator.KeyEntry{Kind: kinds[uk[0]], Text: fmt.Sprintf(text, side, operator.MsTime(t), offset),
+		Attrs: map[string]any{"event_time": t, "offset": offset}}, true
 }

@@ -13,12 +13,17 @@ import (
 )
 
 // Kind is one row of the operator table: how to load an operator of the
-// kind from its validated config. Config rules are the config package's,
-// checked once when the pipeline file loads; Load may refuse settings only
-// the kind can judge (a query a database rejects), and its error is then a
-// load error.
+// kind from its validated config. Config rules are checked once, when the
+// pipeline file loads: by the config package for its built-in types, by
+// Schema for a kind that decodes its own settings. Load may refuse
+// settings only the kind can judge (a query a database rejects), and its
+// error is then a load error.
 type Kind struct {
-	Load func(ctx context.Context, op *config.Operator, env Env) (Operator, error)
+	// Schema decodes and checks the kind's own fields into
+	// config.Operator.Settings; zero for the types the config package
+	// decodes itself.
+	Schema config.Schema
+	Load   func(ctx context.Context, op *config.Operator, env Env) (Operator, error)
 	// Describe says what one of the kind's stored entries is, for the
 	// state tools, from its record key, user key and value; false when
 	// the entry follows none of the kind's layouts. Nil for kinds that
@@ -26,27 +31,31 @@ type Kind struct {
 	Describe func(recordKey, userKey, value []byte) (KeyEntry, bool)
 }
 
-// KeyEntry is what an operator kind says one of its stored entries is. It
-// is a plain value; its byte slices alias the entry.
+// KeyEntry is what an operator kind says one of its stored entries is,
+// as the state tools show it. It is a plain value that does not alias the
+// entry.
 type KeyEntry struct {
 	// Kind names the layout: "value", "map" or "list" (a plugin's state,
 	// by the slot convention of package abi), "pane", "session", "count"
-	// or "window" (a window operator's), "rolling" or "rolling_row", or
-	// "join_left" or "join_right".
+	// or "window" (a window operator's), "rolling" or "rolling_row",
+	// "join_left", "join_right" and their "_matched" marks, "dedupe".
 	Kind string
-	// Name is a plugin state's name; MapKey a map entry's key.
-	Name   string
-	MapKey []byte
+	// Text says what the entry is, for people: `value "count"`,
+	// `pane start 2024-03-17T09:20:00Z`.
+	Text string
+	// Attrs are the entry's decoded parts for JSON output (weir state
+	// inspect --json, the admin API's state query), besides its kind and
+	// value: start, end, name, map_key... JSON values, none aliasing the
+	// entry.
+	Attrs map[string]any
 	// NilKey marks window and rolling entries of records without a key.
 	NilKey bool
-	// Start and End are event times in ms: a pane's start, a session's or
-	// count window's span [Start, End), a join record's event time.
-	Start, End int64
-	// Records is a count window's number of records; Row a rolling
-	// history row's index, a join record's offset in its source, or a
-	// list element's index (-1 for the list's length).
-	Records uint64
-	Row     int64
+}
+
+// MsTime formats ms since the Unix epoch as RFC 3339 in UTC, as KeyEntry
+// texts write event times.
+func MsTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
 
 // Operator is one operator of a loaded pipeline, from Load to Close. Step

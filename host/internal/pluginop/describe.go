@@ -1,6 +1,11 @@
 package pluginop
 
 import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/operator"
 )
@@ -12,15 +17,22 @@ func Describe(_, uk, _ []byte) (operator.KeyEntry, bool) {
 	if !ok {
 		return operator.KeyEntry{}, false
 	}
+	q := strconv.Quote(string(name))
 	switch kind {
 	case abi.ValueStateKind:
-		return operator.KeyEntry{Kind: "value", Name: string(name)}, true
+		return operator.KeyEntry{Kind: "value", Text: "value " + q, Attrs: map[string]any{"name": string(name)}}, true
 	case abi.MapStateKind:
-		return operator.KeyEntry{Kind: "map", Name: string(name), MapKey: suffix}, true
+		attrs := map[string]any{"name": string(name)}
+		if utf8.Valid(suffix) {
+			attrs["map_key"] = string(suffix)
+		} else {
+			attrs["map_key_hex"] = hex.EncodeToString(suffix)
+		}
+		return operator.KeyEntry{Kind: "map", Text: "map " + q + " [" + strconv.Quote(string(suffix)) + "]", Attrs: attrs}, true
 	}
-	e := operator.KeyEntry{Kind: "list", Name: string(name), Row: -1}
+	e := operator.KeyEntry{Kind: "list", Text: "list " + q + " length", Attrs: map[string]any{"name": string(name), "index": int64(-1)}}
 	if i, ok := abi.ParseStateListIndex(suffix); ok {
-		e.Row = int64(i)
+		e.Text, e.Attrs["index"] = fmt.Sprintf("list %s [%d]", q, i), int64(i)
 	}
 	return e, true
 }

@@ -2,6 +2,7 @@ package window
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/weir-stream/weir/host/internal/operator"
 )
@@ -17,40 +18,45 @@ func DescribeWindow(rk, uk, v []byte) (operator.KeyEntry, bool) {
 	if nilKey && len(rk) != 0 {
 		return operator.KeyEntry{}, false
 	}
-	e := operator.KeyEntry{NilKey: nilKey}
+	var e operator.KeyEntry
 	switch {
-	case (tag == tagPane || tag == tagSession) && len(uk) == 9:
-		e.Start, e.Kind = int64(binary.BigEndian.Uint64(uk[1:])^1<<63), "pane"
-		if tag == tagSession {
-			e.Kind = "session"
-			if d, m := binary.Uvarint(v); m > 0 {
-				e.End = e.Start + int64(d)
-			}
+	case tag == tagPane && len(uk) == 9:
+		start := int64(binary.BigEndian.Uint64(uk[1:]) ^ 1<<63)
+		e = operator.KeyEntry{Kind: "pane", Text: "pane start " + operator.MsTime(start), Attrs: map[string]any{"start": start}}
+	case tag == tagSession && len(uk) == 9:
+		start, end := int64(binary.BigEndian.Uint64(uk[1:])^1<<63), int64(0)
+		if d, m := binary.Uvarint(v); m > 0 {
+			end = start + int64(d)
 		}
+		e = operator.KeyEntry{Kind: "session", Text: "session [" + operator.MsTime(start) + ", " + operator.MsTime(end) + ")",
+			Attrs: map[string]any{"start": start, "end": end}}
 	case tag == tagCount && len(uk) == 1:
-		e.Kind = "count"
-		describeCount(&e, v)
+		e = describeCount(v)
 	case tag == tagMeta && !nilKey && len(uk) == 1 && len(rk) == 0:
-		e.Kind = "window"
+		e = operator.KeyEntry{Kind: "window", Text: "window operator entry"}
 	default:
 		return operator.KeyEntry{}, false
 	}
+	e.NilKey = nilKey
 	return e, true
 }
 
 // describeCount reads a count window's records and span from its value.
-func describeCount(e *operator.KeyEntry, v []byte) {
-	n, m := binary.Uvarint(v)
-	if m <= 0 {
-		return
-	}
-	e.Records = n
-	if start, m2 := binary.Varint(v[m:]); m2 > 0 {
-		e.Start = start
-		if d, m3 := binary.Uvarint(v[m+m2:]); m3 > 0 {
-			e.End = start + int64(d)
+func describeCount(v []byte) operator.KeyEntry {
+	var records uint64
+	var start, end int64
+	if n, m := binary.Uvarint(v); m > 0 {
+		records = n
+		if s, m2 := binary.Varint(v[m:]); m2 > 0 {
+			start = s
+			if d, m3 := binary.Uvarint(v[m+m2:]); m3 > 0 {
+				end = s + int64(d)
+			}
 		}
 	}
+	return operator.KeyEntry{Kind: "count",
+		Text:  fmt.Sprintf("count window, %d records, [%s, %s)", records, operator.MsTime(start), operator.MsTime(end)),
+		Attrs: map[string]any{"start": start, "end": end, "records": records}}
 }
 
 // DescribeRolling is the operator table's Describe for rolling: a header
@@ -64,9 +70,11 @@ func DescribeRolling(rk, uk, _ []byte) (operator.KeyEntry, bool) {
 	case nilKey && len(rk) != 0:
 		return operator.KeyEntry{}, false
 	case tag == tagRolling && len(uk) == 1:
-		return operator.KeyEntry{Kind: "rolling", NilKey: nilKey}, true
+		return operator.KeyEntry{Kind: "rolling", Text: "rolling header", NilKey: nilKey}, true
 	case tag == tagRollingRow && len(uk) == 9:
-		return operator.KeyEntry{Kind: "rolling_row", NilKey: nilKey, Row: int64(binary.BigEndian.Uint64(uk[1:]))}, true
+		row := int64(binary.BigEndian.Uint64(uk[1:]))
+		return operator.KeyEntry{Kind: "rolling_row", Text: fmt.Sprintf("rolling row %d", row),
+			Attrs: map[string]any{"row": row}, NilKey: nilKey}, true
 	}
 	return operator.KeyEntry{}, false
 }
