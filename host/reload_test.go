@@ -176,14 +176,16 @@ func buildModule(t *testing.T, dir string) []byte {
 }
 
 // TestHotReloadSwaps swaps the counter plugin for its next version and
-// back, ten times, while records flow: every record is counted once, the
-// counts carry over every swap, and the records sent after each swap show
-// the new version's output.
+// back, ten times (four with -short, as under the race detector), while
+// records flow: every record is counted once, the counts carry over every
+// swap, and the records sent after each swap show the new version's
+// output.
 func TestHotReloadSwaps(t *testing.T) {
 	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
 	r := startReloadRig(t, v1, false)
 	r.feed(40)
-	for swap := 1; swap <= 10; swap++ {
+	swaps := swapCount()
+	for swap := 1; swap <= swaps; swap++ {
 		mod, marker := v2, `"version":2`
 		if swap%2 == 0 {
 			mod, marker = v1, ""
@@ -199,9 +201,19 @@ func TestHotReloadSwaps(t *testing.T) {
 	}
 	r.checkCounts()
 	st := r.p.Plugins()
-	if len(st) != 1 || st[0].Version != 11 || st[0].Reloads != 10 || st[0].Rollbacks != 0 {
-		t.Fatalf("plugin status %+v, want version 11 after 10 reloads", st)
+	if len(st) != 1 || st[0].Version != swaps+1 || st[0].Reloads != int64(swaps) || st[0].Rollbacks != 0 {
+		t.Fatalf("plugin status %+v, want version %d after %d reloads", st, swaps+1, swaps)
 	}
+}
+
+// swapCount is how many times the reload tests swap: 10, or 4 with -short
+// (the race pass, where each swap's instantiation is several times
+// slower).
+func swapCount() int {
+	if testing.Short() {
+		return 4
+	}
+	return 10
 }
 
 // TestHotReloadBrokenVersions installs broken versions: each is refused or
@@ -310,8 +322,8 @@ func TestHotReloadOnFileChange(t *testing.T) {
 	r.checkCounts()
 }
 
-// TestHotReloadKafka swaps the plugin ten times while a Kafka pipeline
-// processes a stream in bursts: every record comes out once, the counts
+// TestHotReloadKafka swaps the plugin ten times (four with -short) while a
+// Kafka pipeline processes a stream in bursts: every record comes out once, the counts
 // carry over every swap, and each burst after a swap shows its version.
 func TestHotReloadKafka(t *testing.T) {
 	v1, v2 := buildModule(t, "plugins/conformance/go/counter"), buildModule(t, "host/testdata/plugins/counterv2")
@@ -358,7 +370,7 @@ sinks: [{name: out, type: kafka, topic: out, key_field: key}]
 	defer cl.Close()
 	var out []string
 	const keys, perKey = 10, 10
-	for round := range 11 {
+	for round := range swapCount() + 1 {
 		if round > 0 {
 			mod := v2
 			if round%2 == 0 {

@@ -466,13 +466,13 @@ func TestOuterJoinReference(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					checkReference(t, c, evs, want, stragglers)
-					for _, par := range []int{1, 2} {
-						for _, batch := range []int{1, 7, 64, 1 << 20} {
-							store := state.NewMemory()
-							got := runJoin(t, c, store, evs, par, batch, -1, 0)
-							compare(t, fmt.Sprintf("parallelism %d, batch %d", par, batch), got, want)
-							checkFinalState(t, c, store)
-						}
+					// One record a call, a few, many, and all between two
+					// watermarks; parallelism 2 with a few and all.
+					for _, run := range []struct{ par, batch int }{{1, 1}, {1, 64}, {1, 1 << 20}, {2, 7}, {2, 1 << 20}} {
+						store := state.NewMemory()
+						got := runJoin(t, c, store, evs, run.par, run.batch, -1, 0)
+						compare(t, fmt.Sprintf("parallelism %d, batch %d", run.par, run.batch), got, want)
+						checkFinalState(t, c, store)
 					}
 				})
 			}

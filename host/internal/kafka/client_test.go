@@ -13,6 +13,9 @@ import (
 // TestClientSASL produces and consumes through a kfake cluster that requires
 // SASL, with each mechanism, and checks that wrong credentials fail.
 func TestClientSASL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a handshake per mechanism, nothing concurrent; the full pass runs it")
+	}
 	tests := []struct {
 		name      string
 		mechanism string
