@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 type countingObserver struct{ batches, checkpoints atomic.Int64 }
@@ -45,12 +47,18 @@ func TestStatsAndObserver(t *testing.T) {
 		}
 		done <- sum
 	}()
-	for st := p.Stats(); st.Running && st.Sinks[0].In < 2000; st = p.Stats() {
+	// The live counts, sampled until the sink has everything, never run
+	// ahead of the stage before.
+	weirtest.PollUntil(t, time.Minute, "the sink to have every record", func() bool {
+		st := p.Stats()
+		if len(st.Steps) == 0 {
+			return false // the run has not started
+		}
 		if st.Steps[0].In > st.Sources[0].Out+10 || st.Sinks[0].In > st.Steps[0].Out {
 			t.Fatalf("live counts out of order: %+v", st.Summary)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return !st.Running || st.Sinks[0].In >= 2000
+	})
 	sum := <-done
 	st := p.Stats()
 	if st.Running || st.Sources[0].Out != 2000 || st.Steps[0].Out != 2000 || st.Sinks[0].Out != 2000 || sum.Sinks[0].Out != 2000 {
