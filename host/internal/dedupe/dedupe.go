@@ -120,7 +120,7 @@ func (o *Operator) place(times []int64, t int64) (int, bool) {
 func (o *Operator) hold(key string, times []int64, at int, t int64) {
 	o.passed[key] = slices.Insert(times, at, t)
 	if o.cfg.Within > 0 {
-		heap.Push(&o.expiry, expiry{at: satAdd(t, o.cfg.Within), key: key, t: t})
+		heap.Push(&o.expiry, expiry{at: record.AddTime(t, o.cfg.Within), key: key, t: t})
 	}
 }
 
@@ -216,16 +216,6 @@ func distance(a, b int64) int64 {
 		return d
 	}
 	return 1<<63 - 1
-}
-
-func satAdd(a, b int64) int64 {
-	if s := a + b; (s > a) == (b > 0) {
-		return s
-	}
-	if b > 0 {
-		return 1<<63 - 1
-	}
-	return minTime
 }
 
 // expiry is when a key's entry may be dropped.

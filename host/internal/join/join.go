@@ -224,7 +224,7 @@ func (o *Operator) match(rec *record.Record, side byte, ks *sides, out *record.O
 		if o.cfg.Bounded && (r < l+o.cfg.Lower || r > l+o.cfg.Upper) {
 			continue
 		}
-		if o.cfg.Window > 0 && floorDiv(l, o.cfg.Window) != floorDiv(r, o.cfg.Window) {
+		if o.cfg.Window > 0 && record.FloorDiv(l, o.cfg.Window) != record.FloorDiv(r, o.cfg.Window) {
 			continue
 		}
 		matched = true
@@ -327,18 +327,18 @@ func (o *Operator) expiring() bool { return o.cfg.Bounded || o.cfg.Window > 0 ||
 // reaches t-Lower.
 func (o *Operator) expires(side byte, t int64) int64 {
 	if o.cfg.Window > 0 {
-		return satAdd(floorDiv(t, o.cfg.Window)*o.cfg.Window, o.cfg.Window-1)
+		return record.AddTime(record.FloorDiv(t, o.cfg.Window)*o.cfg.Window, o.cfg.Window-1)
 	}
 	if o.cfg.TTL > 0 {
-		return satAdd(t, o.cfg.TTL)
+		return record.AddTime(t, o.cfg.TTL)
 	}
 	if !o.cfg.Bounded {
 		return math.MaxInt64
 	}
 	if side == sideLeft {
-		return satAdd(t, o.cfg.Upper)
+		return record.AddTime(t, o.cfg.Upper)
 	}
-	return satAdd(t, -o.cfg.Lower)
+	return record.AddTime(t, -o.cfg.Lower)
 }
 
 // OnWatermark drops the stored records no later record can match,
@@ -475,7 +475,7 @@ func (o *Operator) index() error {
 	o.indexed = true
 	prefix := state.OperatorPrefix(nil, o.cfg.Name)
 	err := o.scan.Scan(prefix, func(k, v []byte) error {
-		rk, uk, ok := splitRest(k[len(prefix):])
+		rk, uk, ok := state.SplitRest(k[len(prefix):])
 		if !ok || len(uk) == 0 {
 			return fmt.Errorf("%s: malformed state key %q", o.what, k)
 		}
@@ -551,35 +551,6 @@ func storedTime(rest []byte) (int64, bool) {
 		return 0, false
 	}
 	return int64(binary.BigEndian.Uint64(rest) ^ (1 << 63)), true
-}
-
-// splitRest splits what follows an operator's prefix in a state key into
-// record key and user key.
-func splitRest(rest []byte) (rk, uk []byte, ok bool) {
-	n, m := binary.Uvarint(rest)
-	if m <= 0 || n > uint64(len(rest)-m) {
-		return nil, nil, false
-	}
-	return rest[m : m+int(n)], rest[m+int(n):], true
-}
-
-// floorDiv is a/b rounded down.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
-}
-
-func satAdd(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	if b < 0 && a < math.MinInt64-b {
-		return math.MinInt64
-	}
-	return a + b
 }
 
 // expiring is a stored record (its key's records, side and state key)

@@ -196,7 +196,7 @@ func reference(c Config, evs []event) result {
 	last := func(g *genRec) int64 {
 		switch {
 		case c.Window > 0:
-			return floorDiv(g.ts, c.Window)*c.Window + c.Window - 1
+			return record.FloorDiv(g.ts, c.Window)*c.Window + c.Window - 1
 		case c.TTL > 0:
 			return g.ts + c.TTL
 		case !c.Bounded:
@@ -216,7 +216,7 @@ func reference(c Config, evs []event) result {
 		case c.Bounded:
 			return r.ts >= l.ts+c.Lower && r.ts <= l.ts+c.Upper
 		case c.Window > 0:
-			return floorDiv(l.ts, c.Window) == floorDiv(r.ts, c.Window)
+			return record.FloorDiv(l.ts, c.Window) == record.FloorDiv(r.ts, c.Window)
 		}
 		return true
 	}
@@ -321,7 +321,7 @@ func timeReference(c Config, evs []event) (pairs, padded []string) {
 			if c.Bounded && (r.ts < l.ts+c.Lower || r.ts > l.ts+c.Upper) {
 				continue
 			}
-			if c.Window > 0 && floorDiv(l.ts, c.Window) != floorDiv(r.ts, c.Window) {
+			if c.Window > 0 && record.FloorDiv(l.ts, c.Window) != record.FloorDiv(r.ts, c.Window) {
 				continue
 			}
 			matched[l], matched[r] = true, true

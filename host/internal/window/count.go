@@ -37,9 +37,9 @@ func (o *Operator) addCount(rec *record.Record, out *record.Output) error {
 	}
 	t := rec.Timestamp
 	if u.n == 0 {
-		u.start, u.end = t, satAdd(t, 1)
+		u.start, u.end = t, record.AddTime(t, 1)
 	} else {
-		u.start, u.end = min(u.start, t), max(u.end, satAdd(t, 1))
+		u.start, u.end = min(u.start, t), max(u.end, record.AddTime(t, 1))
 	}
 	u.n++
 	o.changed(ks, u)

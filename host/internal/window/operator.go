@@ -505,7 +505,7 @@ func (o *Operator) emitChanged(out *record.Output) error {
 					continue // no window of the pane has closed: nothing to update
 				}
 				o.ends = o.paneEnds(o.ends, u.start, func(e int64) bool {
-					return satAdd(e-1, o.late) > o.wm && (onUpdate || e-1 <= o.wm)
+					return record.AddTime(e-1, o.late) > o.wm && (onUpdate || e-1 <= o.wm)
 				})
 			}
 			if err := o.emitEnds(ks, out); err != nil {
@@ -988,21 +988,4 @@ func gcd(a, b int64) int64 {
 		a, b = b, a%b
 	}
 	return a
-}
-
-// floorDiv is a/b rounded down, for b > 0.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
-}
-
-// satAdd is a+b for b >= 0, saturating at math.MaxInt64.
-func satAdd(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
 }

@@ -93,16 +93,16 @@ func (c propConfig) windowsOf(t int64) [][2]int64 {
 	var ws [][2]int64
 	switch c.kind {
 	case Tumbling:
-		s := floorDiv(t, c.size) * c.size
+		s := record.FloorDiv(t, c.size) * c.size
 		ws = append(ws, [2]int64{s, s + c.size})
 	case Sliding:
-		for e := floorDiv(t, c.slide) * c.slide; e <= t+c.size; e += c.slide {
+		for e := record.FloorDiv(t, c.slide) * c.slide; e <= t+c.size; e += c.slide {
 			if e-c.size <= t && t < e {
 				ws = append(ws, [2]int64{e - c.size, e})
 			}
 		}
 	case Cumulate:
-		b := floorDiv(t, c.size) * c.size
+		b := record.FloorDiv(t, c.size) * c.size
 		for e := b + c.slide; e <= b+c.size; e += c.slide {
 			if t < e {
 				ws = append(ws, [2]int64{b, e})
@@ -226,7 +226,7 @@ func (ref *reference) watermark(wm int64) {
 		var keep []refRec
 		for _, s := range ref.sessions(recs) {
 			start, end := sessionSpan(s, ref.c.gap)
-			if satAdd(end-1, ref.c.late) <= wm {
+			if record.AddTime(end-1, ref.c.late) <= wm {
 				ref.final[winID{key: k, start: start, end: end}] = refResult(winID{key: s[0].key, start: start, end: end}, s[0].nil, s)
 				continue
 			}

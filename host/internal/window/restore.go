@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -225,7 +226,7 @@ func (o *Operator) restoreUnit(rk, uk, value []byte, owns func([]byte) bool) (u 
 			return u, false, fmt.Errorf("count window of %d records over [%d, %d): %w", u.n, u.start, u.end, errCorrupt)
 		}
 	default:
-		if start > maxTime || start < -maxTime-o.pane || floorDiv(start, o.pane)*o.pane != start {
+		if start > maxTime || start < -maxTime-o.pane || record.FloorDiv(start, o.pane)*o.pane != start {
 			o.freeAcc(&u.acc)
 			return u, false, fmt.Errorf("pane starting at %d: the start is not a multiple of the pane length, %d ms (did the window's Size or Slide change?)", start, o.pane)
 		}

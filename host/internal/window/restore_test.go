@@ -123,7 +123,7 @@ func windowSteps(rng *rand.Rand) []step {
 			if rng.IntN(20) == 0 {
 				ts = cur - 3000 - rng.Int64N(3000) // very late
 			}
-			ts = floorDiv(ts, quantum) * quantum
+			ts = record.FloorDiv(ts, quantum) * quantum
 			var v string
 			switch rng.IntN(30) {
 			case 0:

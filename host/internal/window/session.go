@@ -18,7 +18,7 @@ func (o *Operator) addSession(rec *record.Record, out *record.Output) error {
 		return nil
 	}
 	t := rec.Timestamp
-	tEnd := satAdd(t, o.gap)
+	tEnd := record.AddTime(t, o.gap)
 	ks := o.lookup(rec.Key)
 	if ks == nil && o.bounded {
 		var err error
@@ -36,7 +36,7 @@ func (o *Operator) addSession(rec *record.Record, out *record.Output) error {
 			hi++
 		}
 	}
-	if lo == hi && satAdd(tEnd-1, o.late) <= o.wm {
+	if lo == hi && record.AddTime(tEnd-1, o.late) <= o.wm {
 		o.dead(rec, o.lateReason(t), out)
 		return nil
 	}
@@ -116,7 +116,7 @@ func (o *Operator) schedule(ks *keyState) {
 	for i := range ks.units {
 		fire := ks.units[i].end - 1
 		if fire <= o.wm || o.cfg.Emit == OnUpdate {
-			fire = satAdd(fire, o.late) // fired: next comes the purge
+			fire = record.AddTime(fire, o.late) // fired: next comes the purge
 		}
 		next = min(next, fire)
 	}
@@ -149,7 +149,7 @@ func (o *Operator) fireSessions(old int64, out *record.Output) error {
 					return err
 				}
 			}
-			if satAdd(u.end-1, o.late) <= o.wm {
+			if record.AddTime(u.end-1, o.late) <= o.wm {
 				if u.stored {
 					o.del(ks, u.start)
 				}

@@ -32,11 +32,11 @@ func (o *Operator) paneWindows(p int64) (first, last, step int64) {
 	case Sliding:
 		// Windows end at multiples of slide; [e-size, e) holds the pane
 		// when p+pane <= e <= p+size.
-		first = (floorDiv(p+o.pane-1, o.slide) + 1) * o.slide
-		last = floorDiv(p+o.size, o.slide) * o.slide
+		first = (record.FloorDiv(p+o.pane-1, o.slide) + 1) * o.slide
+		last = record.FloorDiv(p+o.size, o.slide) * o.slide
 		return first, last, o.slide
 	case Cumulate:
-		base := floorDiv(p, o.size) * o.size
+		base := record.FloorDiv(p, o.size) * o.size
 		return p + o.pane, base + o.size, o.pane
 	}
 	return p + o.size, p + o.size, o.size
@@ -45,7 +45,7 @@ func (o *Operator) paneWindows(p int64) (first, last, step int64) {
 // winStart returns the start of the window ending at e.
 func (o *Operator) winStart(e int64) int64 {
 	if o.cfg.Kind == Cumulate {
-		return floorDiv(e-1, o.size) * o.size
+		return record.FloorDiv(e-1, o.size) * o.size
 	}
 	return e - o.size
 }
@@ -54,7 +54,7 @@ func (o *Operator) winStart(e int64) int64 {
 // when its last window is past its allowed lateness.
 func (o *Operator) paneCleanup(p int64) int64 {
 	_, last, _ := o.paneWindows(p)
-	return satAdd(last-1, o.late)
+	return record.AddTime(last-1, o.late)
 }
 
 // addTime adds rec to its pane.
@@ -63,7 +63,7 @@ func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
 		o.dead(rec, reason, out)
 		return nil
 	}
-	p := floorDiv(rec.Timestamp, o.pane) * o.pane
+	p := record.FloorDiv(rec.Timestamp, o.pane) * o.pane
 	if o.paneCleanup(p) <= o.wm {
 		o.dead(rec, o.lateReason(rec.Timestamp), out)
 		return nil
