@@ -43,6 +43,8 @@ type Operator struct {
 	wm      int64
 	indexed bool
 	muts    []state.Mutation
+	arena   record.Arena // the bytes of muts, until they are applied (the Store copies what it keeps)
+	scratch []byte
 }
 
 // New returns an Operator for cfg.
@@ -98,7 +100,7 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *record.Ou
 			continue
 		}
 		o.hold(string(rec.Key), times, at, t)
-		o.muts = append(o.muts, state.Mutation{Key: entryKey(o.cfg.Name, rec.Key, t), Value: []byte{}})
+		o.muts = append(o.muts, state.Mutation{Key: o.entryKey(rec.Key, t), Value: []byte{}})
 		out.Records = append(out.Records, *rec)
 	}
 	return o.flush()
@@ -142,7 +144,7 @@ func (o *Operator) OnWatermark(_ context.Context, wm int64, _ *record.Output) er
 		} else {
 			o.passed[e.key] = times
 		}
-		o.muts = append(o.muts, state.Mutation{Key: entryKey(o.cfg.Name, []byte(e.key), e.t), Delete: true})
+		o.muts = append(o.muts, state.Mutation{Key: o.entryKey([]byte(e.key), e.t), Delete: true})
 	}
 	return o.flush()
 }
@@ -180,10 +182,13 @@ func (o *Operator) index() error {
 	})
 }
 
-// entryKey is the store key of a passed record's time: the time, its sign
-// bit flipped so that keys sort by time, as the user key.
-func entryKey(name string, key []byte, t int64) []byte {
-	return state.Key(nil, name, key, binary.BigEndian.AppendUint64(nil, uint64(t)^1<<63))
+// entryKey returns, in the arena, the store key of a passed record's time:
+// the time, its sign bit flipped so that keys sort by time, as the user
+// key.
+func (o *Operator) entryKey(key []byte, t int64) []byte {
+	o.scratch = state.Key(o.scratch[:0], o.cfg.Name, key, nil)
+	o.scratch = binary.BigEndian.AppendUint64(o.scratch, uint64(t)^1<<63)
+	return o.arena.Copy(o.scratch)
 }
 
 // entryTime decodes a stored entry's user key; its value is empty.
@@ -201,6 +206,7 @@ func (o *Operator) flush() error {
 	err := o.cfg.Store.Apply(o.muts)
 	clear(o.muts)
 	o.muts = o.muts[:0]
+	o.arena.Reset()
 	if err != nil {
 		return fmt.Errorf("dedupe %q: writing state: %w", o.cfg.Name, err)
 	}
