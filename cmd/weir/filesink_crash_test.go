@@ -97,7 +97,7 @@ func TestFileOutputsSurviveKills(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := fileSinkCrashWant()
-			fileSinkAwait(t, fileSinkKillRestart(t, dir, len(want), nil, func(int) {}))
+			fileSinkAwait(t, fileSinkKillRestart(t, dir, len(want), nil, nil, func(int) {}))
 			fileSinkCheckWindows(t, dir, want, tt.once)
 			fileSinkCheckStrays(t, dir, fileSinkCrashStrays, fileSinkStrayOffset, tt.once)
 		})
@@ -109,13 +109,21 @@ func TestFileOutputsSurviveKills(t *testing.T) {
 type fileSinkProc struct {
 	cmd  *exec.Cmd
 	done chan error
+	log  string // the run's stdout and stderr
+}
+
+// started reports whether the run has started its pipeline, and so
+// drains on SIGTERM rather than dying of it.
+func (p *fileSinkProc) started() bool {
+	b, _ := os.ReadFile(p.log)
+	return bytes.Contains(b, []byte(`msg="pipeline started"`))
 }
 
 func fileSinkStart(t *testing.T, dir string, env []string) *fileSinkProc {
 	t.Helper()
 	logs, _ := filepath.Glob(filepath.Join(dir, "run-*.log"))
 	log := filepath.Join(dir, fmt.Sprintf("run-%d.log", len(logs)+1))
-	p := &fileSinkProc{cmd: exec.Command(weirtest.Weir(t), "run", "pipeline.yaml"), done: make(chan error, 1)}
+	p := &fileSinkProc{cmd: exec.Command(weirtest.Weir(t), "run", "pipeline.yaml"), done: make(chan error, 1), log: log}
 	p.cmd.Dir, p.cmd.Env = dir, env
 	logf, err := os.Create(log)
 	if err != nil {
@@ -146,10 +154,11 @@ func fileSinkRows(dir string) int {
 // five times, each once out.jsonl holds a random number of rows (1/40 to
 // 1/12 of rows) more than when the run before was killed: so each run is
 // killed at a random point after it wrote new rows, whatever its resume
-// cut back first. It calls between(k) after the k-th kill, and returns the
-// run started after the last. A run that ends before its kill fails the
-// test and ends the runs early (nil).
-func fileSinkKillRestart(t *testing.T, dir string, rows int, env []string, between func(k int)) *fileSinkProc {
+// cut back first. When ready is not nil, the k-th run is killed only once
+// ready(k) holds too. It calls between(k) after the k-th kill, and returns
+// the run started after the last. A run that ends before its kill fails
+// the test and ends the runs early (nil).
+func fileSinkKillRestart(t *testing.T, dir string, rows int, env []string, ready func(k int) bool, between func(k int)) *fileSinkProc {
 	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -165,7 +174,7 @@ func fileSinkKillRestart(t *testing.T, dir string, rows int, env []string, betwe
 				exited = true
 				return true
 			default:
-				return fileSinkRows(dir) >= target
+				return fileSinkRows(dir) >= target && (ready == nil || ready(k))
 			}
 		})
 		if exited {

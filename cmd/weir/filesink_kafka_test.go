@@ -99,7 +99,8 @@ func fileSinkProduce(t *testing.T, brokers string) func() {
 }
 
 // fileSinkStopWhenComplete waits for out.jsonl to hold rows rows and
-// dead.jsonl every stray, then stops run p with SIGTERM.
+// dead.jsonl every stray, and for run p to have started, then stops it
+// with SIGTERM.
 func fileSinkStopWhenComplete(t *testing.T, dir string, p *fileSinkProc, rows int) {
 	t.Helper()
 	if p == nil {
@@ -107,7 +108,7 @@ func fileSinkStopWhenComplete(t *testing.T, dir string, p *fileSinkProc, rows in
 	}
 	weirtest.PollUntil(t, 2*time.Minute, "every window and dead letter in the files", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
-		return fileSinkRows(dir) >= rows && strings.Count(string(b), "\n") >= fileSinkKafkaStrays
+		return fileSinkRows(dir) >= rows && strings.Count(string(b), "\n") >= fileSinkKafkaStrays && p.started()
 	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -130,8 +131,11 @@ func fileSinkStrayNumber(dl fileSinkDeadLetter) (int, bool) {
 // reading Kafka into a file sink and a dead-letter file five times, while
 // the input is produced, and deletes its state directory after the third
 // kill, so that the checkpoint, file lengths included, comes back from the
-// changelog topic. Once the files are complete, each window and each dead
-// letter must be in them once.
+// changelog topic: the third run is killed only once a checkpoint is
+// committed there (runs killed sooner would leave nothing to restore), and
+// the fourth only once it has restored it.
+// Once the files are complete, each window and each dead letter must be in
+// them once.
 func TestFileOutputsSurviveKillsFromKafka(t *testing.T) {
 	brokers := startBroker(t, "readings:4")
 	dir := t.TempDir()
@@ -142,7 +146,21 @@ func TestFileOutputsSurviveKillsFromKafka(t *testing.T) {
 	stop := fileSinkProduce(t, brokers)
 	defer stop()
 	want := fileSinkCrashWant()
-	p := fileSinkKillRestart(t, dir, len(want), env, func(k int) {
+	committed := changelogCommitted(t, brokers, "file-kafka-changelog")
+	restored := func() bool {
+		log, _ := os.ReadFile(filepath.Join(dir, "run-4.log"))
+		return strings.Contains(string(log), `msg="state restored from the changelog"`)
+	}
+	ready := func(k int) bool {
+		switch k {
+		case 2: // the last run before the state is lost
+			return committed()
+		case 3: // the first after
+			return restored()
+		}
+		return true
+	}
+	p := fileSinkKillRestart(t, dir, len(want), env, ready, func(k int) {
 		if k == 2 {
 			if err := os.RemoveAll(filepath.Join(dir, "state")); err != nil {
 				t.Fatal(err)
@@ -150,11 +168,30 @@ func TestFileOutputsSurviveKillsFromKafka(t *testing.T) {
 		}
 	})
 	fileSinkStopWhenComplete(t, dir, p, len(want))
-	// The run after the state was lost, which wrote new rows before it
-	// was killed, resumed from the changelog.
-	if log, _ := os.ReadFile(filepath.Join(dir, "run-4.log")); !strings.Contains(string(log), `msg="state restored from the changelog"`) {
+	// The run after the state was lost resumed from the changelog.
+	if !restored() {
 		t.Error("run 4, the first without a state directory, did not restore the state from the changelog")
 	}
 	fileSinkCheckWindows(t, dir, want, true)
 	fileSinkCheckStrays(t, dir, fileSinkKafkaStrays, fileSinkStrayNumber, true)
+}
+
+// changelogCommitted returns a function that reports whether the topic
+// holds a committed record yet: a checkpoint's transaction committed.
+func changelogCommitted(t *testing.T, brokers, topic string) func() bool {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	seen := false
+	return func() bool {
+		if !seen {
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			seen = cl.PollFetches(ctx).NumRecords() > 0
+			cancel()
+		}
+		return seen
+	}
 }
