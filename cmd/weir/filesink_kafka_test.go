@@ -143,6 +143,7 @@ func TestFileOutputsSurviveKillsFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "WEIR_KAFKA_BROKERS="+brokers)
+	weirtest.Weir(t) // built before the input flows, so that the first run starts with it
 	stop := fileSinkProduce(t, brokers)
 	defer stop()
 	want := fileSinkCrashWant()
