@@ -31,12 +31,12 @@ var kinds = map[config.OperatorType]operator.Kind{
 	dedupe.Type:              dedupe.Kind,
 }
 
-// Schemas returns the operator types of the table whose packages decode
-// their own settings, for config.Load.
+// Schemas returns what the table's rows add to config.Load: the types
+// whose packages decode their own settings, and the kinds' checks.
 func Schemas() config.Kinds {
 	out := config.Kinds{}
 	for t, k := range kinds {
-		if k.Schema.Decode != nil {
+		if k.Schema.Decode != nil || k.Schema.Check != nil {
 			out[t] = k.Schema
 		}
 	}

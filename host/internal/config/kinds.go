@@ -1,28 +1,36 @@
 package config
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
 )
 
-// Kinds are the operator types whose settings their own packages decode:
-// the operator table's rows beyond the types this package knows. A
-// pipeline file may name them as it names the built-in types, and Parse
-// checks their fields with the same positions, environment overrides and
-// messages. Kinds is read-only once given to Parse.
+// Kinds are what the operator table's rows add to Parse: operator types
+// whose settings their own packages decode (beyond the types this package
+// knows), and rules their packages check. A pipeline file may name the
+// added types as it names the built-in ones, and Parse checks their fields
+// with the same positions, environment overrides and messages. Kinds is
+// read-only once given to Parse.
 type Kinds map[OperatorType]Schema
 
-// Schema is how Parse reads the settings of an operator type of Kinds.
+// Schema is what Parse takes from an operator type's package.
 type Schema struct {
 	// Fields are the type's fields besides name and type; any other field
-	// is an error.
+	// is an error. Only for a type Parse does not know.
 	Fields []string
 	// Decode reads the fields through f, reporting each problem at its
 	// field, and returns the settings, which Parse stores in
 	// Operator.Settings for the kind's Load. It is called once per
-	// operator of the type, and only from Parse.
+	// operator of the type, and only from Parse. Only for a type Parse
+	// does not know.
 	Decode func(f *Fields) any
+	// Check, if set, returns what breaks the kind's rules in an operator
+	// decoded without errors, each made with its element's Meta.Errorf, so
+	// that the kind states its rules once, for the pipeline file and its
+	// own constructor alike. Any type may have one.
+	Check func(op *Operator) []error
 }
 
 // Fields hands an operator's own fields to a Schema's Decode. A getter
@@ -124,5 +132,20 @@ func (d *decoder) allOperatorFields() []string {
 func (d *decoder) settings(o *object, op *Operator) {
 	if s, ok := d.kinds[op.Type]; ok && s.Decode != nil {
 		op.Settings = s.Decode(&Fields{o: o})
+	}
+}
+
+// check reports what the Check of op's type finds.
+func (d *decoder) check(op *Operator) {
+	s, ok := d.kinds[op.Type]
+	if !ok || s.Check == nil {
+		return
+	}
+	for _, err := range s.Check(op) {
+		var e *Error
+		if !errors.As(err, &e) {
+			e = &Error{Pos: op.Pos, Path: op.Where, Msg: err.Error()}
+		}
+		d.errs = append(d.errs, e)
 	}
 }

@@ -445,10 +445,16 @@ func (d *decoder) genField(n *yaml.Node, listPath, srcEnv string, i int) (GenFie
 
 func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool) {
 	var op Operator
+	errs := len(d.errs)
 	o, name, typ := d.stage(n, "operators", i, &op.Meta, "type", d.types())
 	if o == nil {
 		return op, false
 	}
+	defer func() {
+		if len(d.errs) == errs {
+			d.check(&op)
+		}
+	}()
 	op.Name, op.Type = name, OperatorType(typ)
 	switch {
 	case op.Type == OperatorKeyBy:

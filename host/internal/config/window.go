@@ -99,7 +99,9 @@ var (
 	}
 )
 
-// window decodes a window operator's fields.
+// window decodes a window operator's fields. The rules between them
+// (slide and size, emit and emit_interval, distinct output names...) are
+// the window package's, applied by its Schema's Check.
 func (d *decoder) window(o *object, op *Operator) {
 	w := &op.Window
 	w.Emit, w.KeyField, w.TimeFormat = EmitOnClose, "key", WindowTimeSQL
@@ -134,12 +136,6 @@ func (d *decoder) window(o *object, op *Operator) {
 				o.fail(f, o.get(f, kNode), "does not apply to a %s window (it takes %v)", w.Kind, needs)
 			}
 		}
-		if w.Kind == WindowSliding && w.Slide > w.Size && w.Size > 0 {
-			o.fail("slide", o.get("slide", kString), "slide %v is longer than size %v: records between windows would be lost", w.Slide, w.Size)
-		}
-		if w.Kind == WindowCumulate && w.Step > 0 && w.Size%w.Step != 0 {
-			o.fail("step", o.get("step", kString), "size %v must be a whole number of steps %v", w.Size, w.Step)
-		}
 	}
 	if v, st := o.duration("allowed_lateness"); st == good {
 		w.AllowedLateness = v
@@ -149,12 +145,6 @@ func (d *decoder) window(o *object, op *Operator) {
 	}
 	if v, st := o.duration("emit_interval"); st == good {
 		w.EmitInterval = v
-	}
-	switch {
-	case w.Emit == EmitEvery && w.EmitInterval <= 0:
-		o.missingf("emit: every needs a positive %q", "emit_interval")
-	case w.Emit != EmitEvery && o.get("emit_interval", kNode) != nil:
-		o.fail("emit_interval", o.get("emit_interval", kNode), "only applies with emit: every")
 	}
 	if s, st := o.nonEmpty("key_field"); st == good {
 		w.KeyField = s
@@ -191,7 +181,6 @@ func (d *decoder) window(o *object, op *Operator) {
 	if st == absent || (st == good && len(items) == 0) {
 		o.missingf("a window needs at least one entry in %q, or a %q", "aggregates", "plugin")
 	}
-	seen := map[string]bool{w.KeyField: true, "window_start": true, "window_end": true}
 	for i, n := range items {
 		a, ao := d.aggregate(n, op, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), aggregateFuncs)
 		if ao == nil {
@@ -200,15 +189,9 @@ func (d *decoder) window(o *object, op *Operator) {
 		if s, ast := ao.nonEmpty("as"); ast == absent {
 			ao.missing("as")
 		} else if ast == good {
-			if seen[s] {
-				ao.fail("as", ao.get("as", kString), "output field %q is already used (by the key, window bounds or another aggregate)", s)
-			}
-			seen[s], a.As = true, s
+			a.As = s
 		}
 		if v, est := ao.int("exact", 1, 1<<16); est == good {
-			if a.Func != "count_distinct" {
-				ao.fail("exact", ao.get("exact", kNode), "only applies to count_distinct")
-			}
 			a.Exact = int(v)
 		}
 		ao.finish(aggregateFields, aggregateFields, "")

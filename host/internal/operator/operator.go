@@ -14,14 +14,14 @@ import (
 
 // Kind is one row of the operator table: how to load an operator of the
 // kind from its validated config. Config rules are checked once, when the
-// pipeline file loads: by the config package for its built-in types, by
-// Schema for a kind that decodes its own settings. Load may refuse
+// pipeline file loads: by the config package for its built-in types' fields,
+// by Schema for a kind's own settings and rules. Load may refuse
 // settings only the kind can judge (a query a database rejects), and its
 // error is then a load error.
 type Kind struct {
-	// Schema decodes and checks the kind's own fields into
-	// config.Operator.Settings; zero for the types the config package
-	// decodes itself.
+	// Schema decodes the fields of a kind the config package does not
+	// know into config.Operator.Settings, and may check any kind's rules
+	// when the pipeline file loads (config.Schema).
 	Schema config.Schema
 	Load   func(ctx context.Context, op *config.Operator, env Env) (Operator, error)
 	// Describe says what one of the kind's stored entries is, for the

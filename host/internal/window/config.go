@@ -238,15 +238,14 @@ type Config struct {
 	MaxKeysInMemory int
 }
 
-// millis returns d in whole milliseconds, or an error naming field.
+// millis returns d in milliseconds, or an error naming field; whether d
+// is whole milliseconds is one of problems' rules.
 func millis(field string, d time.Duration, required bool) (int64, error) {
 	switch {
 	case d < 0:
 		return 0, fmt.Errorf("%s is negative (%v)", field, d)
 	case d == 0 && required:
 		return 0, fmt.Errorf("%s is required", field)
-	case d%time.Millisecond != 0:
-		return 0, fmt.Errorf("%s %v is not a whole number of milliseconds", field, d)
 	}
 	return d.Milliseconds(), nil
 }
@@ -256,6 +255,70 @@ const (
 	fieldStart = "window_start"
 	fieldEnd   = "window_end"
 )
+
+// problem is a rule of a window's settings that a Config breaks, named as
+// a pipeline file names the setting: field of the operator (agg < 0; ""
+// for the operator itself) or of its agg-th aggregate.
+type problem struct {
+	agg   int
+	field string
+	msg   string
+}
+
+// problems returns the window rules c breaks that a pipeline file can
+// break too: the one statement of them, which both New and the config
+// check (CheckWindow) apply. What only a Go caller can get wrong (a
+// missing Store, an unknown kind) is validate's.
+func (c *Config) problems() []problem {
+	var ps []problem
+	add := func(agg int, field, format string, args ...any) {
+		ps = append(ps, problem{agg, field, fmt.Sprintf(format, args...)})
+	}
+	step := "slide"
+	if c.Kind == Cumulate {
+		step = "step"
+	}
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"size", c.Size}, {step, c.Slide}, {"gap", c.Gap}, {"allowed_lateness", c.AllowedLateness}} {
+		if d.d%time.Millisecond != 0 {
+			add(-1, d.field, "%v is not a whole number of milliseconds", d.d)
+		}
+	}
+	switch {
+	case c.Kind == Sliding && c.Size > 0 && c.Slide > c.Size:
+		add(-1, "slide", "slide %v is longer than size %v: records between windows would be lost", c.Slide, c.Size)
+	case c.Kind == Cumulate && c.Slide > 0 && c.Size%c.Slide != 0:
+		add(-1, "step", "size %v must be a whole number of steps %v", c.Size, c.Slide)
+	case c.Kind == Count && c.AllowedLateness != 0:
+		add(-1, "allowed_lateness", "does not apply to a count window (it closes on its last record)")
+	}
+	switch {
+	case c.Emit == Every && c.EmitInterval <= 0:
+		add(-1, "", "emit: every needs a positive %q", "emit_interval")
+	case c.Emit != Every && c.EmitInterval != 0:
+		add(-1, "emit_interval", "only applies with emit: every")
+	}
+	if c.Custom != nil {
+		return ps // the output is the aggregate's alone
+	}
+	key := c.KeyField
+	if key == "" {
+		key = "key"
+	}
+	names := map[string]bool{key: true, fieldStart: true, fieldEnd: true}
+	for i, a := range c.Aggregates {
+		if a.As != "" && names[a.As] {
+			add(i, "as", "output field %q is already used (by the key, window bounds or another aggregate)", a.As)
+		}
+		names[a.As] = true
+		if a.Exact != 0 && a.Func != AggCountDistinct {
+			add(i, "exact", "only applies to count_distinct")
+		}
+	}
+	return ps
+}
 
 // validate checks c and fills in its defaults, returning the settings in
 // milliseconds.
@@ -275,6 +338,48 @@ func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
 	if c.MaxKeysInMemory < 0 {
 		check(fmt.Errorf("MaxKeysInMemory is negative (%d)", c.MaxKeysInMemory))
 	}
+	size, slide, gap, lateness = c.checkKind(check)
+	switch c.Emit {
+	case OnClose, OnUpdate, Every:
+	default:
+		check(fmt.Errorf("Emit %v is not an emit mode", c.Emit))
+	}
+	if c.TimeFormat > RFC3339 {
+		check(fmt.Errorf("TimeFormat %v is not a time format", c.TimeFormat))
+	}
+	if c.KeyField == "" {
+		c.KeyField = "key"
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	switch {
+	case c.Custom != nil && len(c.Aggregates) > 0:
+		check(errors.New("set Aggregates or Custom, not both"))
+	case c.Custom == nil && len(c.Aggregates) == 0:
+		check(errors.New("an aggregate is required: set Aggregates or Custom"))
+	}
+	for i, a := range c.Aggregates {
+		check(a.check(i))
+	}
+	for _, p := range c.problems() {
+		switch {
+		case p.agg >= 0:
+			check(fmt.Errorf("aggregates[%d].%s: %s", p.agg, p.field, p.msg))
+		case p.field != "":
+			check(fmt.Errorf("%s: %s", p.field, p.msg))
+		default:
+			check(errors.New(p.msg))
+		}
+	}
+	if len(errs) > 0 {
+		return 0, 0, 0, 0, fmt.Errorf("window %q: %w", c.Name, errors.Join(errs...))
+	}
+	return size, slide, gap, lateness, nil
+}
+
+// checkKind checks which sizes c's kind takes, returning them in ms.
+func (c *Config) checkKind(check func(error)) (size, slide, gap, lateness int64) {
 	// unused reports a setting that the kind does not take.
 	unused := func(field string, set bool) {
 		if set {
@@ -296,14 +401,6 @@ func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
 		check(e)
 		unused("Gap", c.Gap != 0)
 		unused("Count", c.Count != 0)
-		if size > 0 && slide > 0 {
-			switch {
-			case c.Kind == Sliding && slide > size:
-				check(fmt.Errorf("Slide %v is larger than Size %v", c.Slide, c.Size))
-			case c.Kind == Cumulate && size%slide != 0:
-				check(fmt.Errorf("Size %v is not a multiple of the step (Slide) %v", c.Size, c.Slide))
-			}
-		}
 	case Session:
 		gap, e = millis("Gap", c.Gap, true)
 		check(e)
@@ -317,77 +414,39 @@ func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
 		unused("Size", c.Size != 0)
 		unused("Slide", c.Slide != 0)
 		unused("Gap", c.Gap != 0)
-		unused("AllowedLateness", c.AllowedLateness != 0)
 	default:
 		check(fmt.Errorf("Kind %v is not a window kind", c.Kind))
 	}
 	lateness, e = millis("AllowedLateness", c.AllowedLateness, false)
 	check(e)
-	switch c.Emit {
-	case OnClose, OnUpdate:
-		if c.EmitInterval != 0 {
-			check(fmt.Errorf("EmitInterval applies only to Emit %v", Every))
-		}
-	case Every:
-		if c.EmitInterval <= 0 {
-			check(fmt.Errorf("Emit %v needs a positive EmitInterval", Every))
-		}
-	default:
-		check(fmt.Errorf("Emit %v is not an emit mode", c.Emit))
+	return size, slide, gap, lateness
+}
+
+// check checks one built-in aggregate, the i-th, as a Go caller may get it
+// wrong; its rules a pipeline file can break too are problems'.
+func (a Aggregate) check(i int) error {
+	where := fmt.Sprintf("Aggregates[%d] (%s)", i, a.As)
+	var errs []error
+	if a.Func == 0 || int(a.Func) >= len(funcNames) {
+		return fmt.Errorf("%s: Func %v is not an aggregate function", where, a.Func)
 	}
-	if c.TimeFormat > RFC3339 {
-		check(fmt.Errorf("TimeFormat %v is not a time format", c.TimeFormat))
+	if a.As == "" {
+		errs = append(errs, fmt.Errorf("Aggregates[%d] (%v): As is required", i, a.Func))
 	}
-	if c.KeyField == "" {
-		c.KeyField = "key"
-	}
-	if c.Clock == nil {
-		c.Clock = time.Now
-	}
-	switch {
-	case c.Custom != nil && len(c.Aggregates) > 0:
-		check(errors.New("set Aggregates or Custom, not both"))
-	case c.Custom == nil && len(c.Aggregates) == 0:
-		check(errors.New("an aggregate is required: set Aggregates or Custom"))
-	}
-	names := map[string]bool{c.KeyField: true, fieldStart: true, fieldEnd: true}
-	if c.Custom != nil {
-		names = map[string]bool{} // the output is Custom's alone
-	}
-	for i, a := range c.Aggregates {
-		where := fmt.Sprintf("Aggregates[%d] (%s)", i, a.As)
-		if a.Func == 0 || int(a.Func) >= len(funcNames) {
-			check(fmt.Errorf("%s: Func %v is not an aggregate function", where, a.Func))
-			continue
-		}
-		switch {
-		case a.As == "":
-			check(fmt.Errorf("Aggregates[%d] (%v): As is required", i, a.Func))
-		case names[a.As]:
-			check(fmt.Errorf("%s: output field %q is used twice", where, a.As))
-		}
-		names[a.As] = true
-		for _, p := range a.Field {
-			if p == "" {
-				check(fmt.Errorf("%s: Field %q has an empty part", where, strings.Join(a.Field, ".")))
-				break
-			}
-		}
-		switch a.Func {
-		case AggSum, AggAvg, AggMin, AggMax, AggCountDistinct:
-			if len(a.Field) == 0 {
-				check(fmt.Errorf("%s: %v needs a Field", where, a.Func))
-			}
-		}
-		switch {
-		case a.Func != AggCountDistinct && a.Exact != 0:
-			check(fmt.Errorf("%s: Exact applies only to %v", where, AggCountDistinct))
-		case a.Exact < 0 || a.Exact > MaxExact:
-			check(fmt.Errorf("%s: Exact %d is not within 0..%d", where, a.Exact, MaxExact))
+	for _, p := range a.Field {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("%s: Field %q has an empty part", where, strings.Join(a.Field, ".")))
+			break
 		}
 	}
-	if len(errs) > 0 {
-		return 0, 0, 0, 0, fmt.Errorf("window %q: %w", c.Name, errors.Join(errs...))
+	switch a.Func {
+	case AggSum, AggAvg, AggMin, AggMax, AggCountDistinct:
+		if len(a.Field) == 0 {
+			errs = append(errs, fmt.Errorf("%s: %v needs a Field", where, a.Func))
+		}
 	}
-	return size, slide, gap, lateness, nil
+	if a.Exact < 0 || a.Exact > MaxExact {
+		errs = append(errs, fmt.Errorf("%s: Exact %d is not within 0..%d", where, a.Exact, MaxExact))
+	}
+	return errors.Join(errs...)
 }

@@ -10,8 +10,24 @@ import (
 )
 
 // WindowKind is the operator table's row for window. A window keeps keyed
-// state always.
-var WindowKind = operator.Kind{Load: loadWindow, Describe: DescribeWindow}
+// state always. The config package decodes its settings; the rules
+// between them are the window's own (checkWindow).
+var WindowKind = operator.Kind{Schema: config.Schema{Check: checkWindow}, Load: loadWindow, Describe: DescribeWindow}
+
+// checkWindow applies to a window operator of a pipeline file the rules
+// New applies (Config.problems), each at its field.
+func checkWindow(op *config.Operator) []error {
+	cfg := windowConfig(op, operator.Env{})
+	var errs []error
+	for _, p := range cfg.problems() {
+		m := &op.Meta
+		if p.agg >= 0 {
+			m = &op.Window.Aggregates[p.agg].Meta
+		}
+		errs = append(errs, m.Errorf(p.field, "%s", p.msg))
+	}
+	return errs
+}
 
 // RollingKind is the operator table's row for rolling (OVER). A rolling
 // operator keeps keyed state always.

@@ -657,25 +657,25 @@ func TestConfigErrors(t *testing.T) {
 		{name: "no size", change: func(c *Config) { c.Size = 0 }, want: "Size is required"},
 		{name: "sub-millisecond", change: func(c *Config) { c.Size = time.Second + 1 }, want: "not a whole number of milliseconds"},
 		{name: "slide for tumbling", change: func(c *Config) { c.Slide = time.Second }, want: "Slide does not apply to tumbling windows"},
-		{name: "slide over size", change: func(c *Config) { c.Kind, c.Slide = Sliding, 2*time.Second }, want: "larger than Size"},
-		{name: "cumulate step", change: func(c *Config) { c.Kind, c.Size, c.Slide = Cumulate, 5*time.Second, 2*time.Second }, want: "not a multiple"},
+		{name: "slide over size", change: func(c *Config) { c.Kind, c.Slide = Sliding, 2*time.Second }, want: "slide 2s is longer than size 1s"},
+		{name: "cumulate step", change: func(c *Config) { c.Kind, c.Size, c.Slide = Cumulate, 5*time.Second, 2*time.Second }, want: "size 5s must be a whole number of steps 2s"},
 		{name: "no gap", change: func(c *Config) { c.Kind, c.Size = Session, 0 }, want: "Gap is required"},
 		{name: "count lateness", change: func(c *Config) {
 			c.Kind, c.Size, c.Count, c.AllowedLateness = Count, 0, 5, time.Second
-		}, want: "AllowedLateness does not apply to count windows"},
+		}, want: "allowed_lateness: does not apply to a count window"},
 		{name: "no count", change: func(c *Config) { c.Kind, c.Size = Count, 0 }, want: "Count must be positive"},
 		{name: "negative lateness", change: func(c *Config) { c.AllowedLateness = -time.Second }, want: "AllowedLateness is negative"},
-		{name: "every without interval", change: func(c *Config) { c.Emit = Every }, want: "needs a positive EmitInterval"},
-		{name: "interval without every", change: func(c *Config) { c.EmitInterval = time.Second }, want: "applies only to Emit every"},
+		{name: "every without interval", change: func(c *Config) { c.Emit = Every }, want: `emit: every needs a positive "emit_interval"`},
+		{name: "interval without every", change: func(c *Config) { c.EmitInterval = time.Second }, want: "emit_interval: only applies with emit: every"},
 		{name: "no aggregate", change: func(c *Config) { c.Aggregates = nil }, want: "an aggregate is required"},
 		{name: "both", change: func(c *Config) { c.Custom = &countAgg{} }, want: "not both"},
 		{name: "no as", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggCount}} }, want: "As is required"},
-		{name: "reserved as", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggCount, As: "window_end"}} }, want: `"window_end" is used twice`},
-		{name: "key field as", change: func(c *Config) { c.KeyField = "n" }, want: `"n" is used twice`},
+		{name: "reserved as", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggCount, As: "window_end"}} }, want: `output field "window_end" is already used`},
+		{name: "key field as", change: func(c *Config) { c.KeyField = "n" }, want: `output field "n" is already used`},
 		{name: "sum without field", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggSum, As: "s"}} }, want: "sum needs a Field"},
 		{name: "exact on sum", change: func(c *Config) {
 			c.Aggregates = []Aggregate{{Func: AggSum, Field: []string{"v"}, As: "s", Exact: 3}}
-		}, want: "Exact applies only to count_distinct"},
+		}, want: "exact: only applies to count_distinct"},
 		{name: "exact too big", change: func(c *Config) {
 			c.Aggregates = []Aggregate{{Func: AggCountDistinct, Field: []string{"v"}, As: "s", Exact: MaxExact + 1}}
 		}, want: "is not within"},
