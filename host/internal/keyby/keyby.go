@@ -1,6 +1,3 @@
-// Package keyby is the key_by operator: it sets each record's key from a
-// JSON field, and its step tells the engine to route the records after it
-// to workers by the new key (engine.Step.KeyBy).
 package keyby
 
 import (
