@@ -251,12 +251,12 @@ func TestKafkaWaitForEarlierMembersIsLogged(t *testing.T) {
 	brokers := startBroker(t, "readings:2")
 	produceKeyed(t, brokers, "readings", 20, 4)
 	// The session outlasts weir's start by far, so that the wait is seen.
-	earlierRun(t, brokers, "printer", "readings", 20*time.Second)
+	earlierRun(t, brokers, "printer", "readings", 10*time.Second)
 	yaml := strings.Replace(fmt.Sprintf(fromKafka, ""), "kafka:\n  embedded: {partitions: 1}", "kafka: {brokers: ["+brokers+"]}", 1)
-	yaml = strings.Replace(yaml, "stop_at: latest}", "stop_at: latest, session_timeout: 20s}", 1)
+	yaml = strings.Replace(yaml, "stop_at: latest}", "stop_at: latest, session_timeout: 10s}", 1)
 	dir := pipelineDir(t, yaml, nil)
 	a := startAdminRun(t, dir, "pipeline.yaml")
-	want := "waiting for the consumer group printer: 1 member holds its partitions; a member from an earlier run that stopped without leaving the group holds them until its session times out (session_timeout 20s); set instance_id for static membership so a restart takes its partitions back at once"
+	want := "waiting for the consumer group printer: 1 member holds its partitions; a member from an earlier run that stopped without leaving the group holds them until its session times out (session_timeout 10s); set instance_id for static membership so a restart takes its partitions back at once"
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("stderr:\n%s", a.log())
