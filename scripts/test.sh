@@ -30,7 +30,7 @@ GOOS=wasip1 GOARCH=wasm go vet ./guest-sdk/... ./plugins/... $(go list ./example
 race_only='github.com/weir-stream/weir/host/internal/engine'
 
 echo "== go test"
-go test -count=1 -timeout 20m "$@" $(go list ./... | grep -vxF "$race_only")
+go test -count=1 -parallel 4 -timeout 20m "$@" $(go list ./... | grep -vxF "$race_only")
 
 echo "== go test -race (the concurrent packages)"
-go test -race -short -count=1 -timeout 20m ./host/ ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/
+go test -race -short -count=1 -parallel 4 -timeout 20m ./host/ ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/

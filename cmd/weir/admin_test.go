@@ -165,6 +165,7 @@ func (a *adminProcess) stop() {
 // on every record); then SIGHUP reloads too, and the admin server refuses
 // foreign Hosts and cross-origin posts.
 func TestAdminAndPluginReload(t *testing.T) {
+	t.Parallel()
 	v1, v2 := buildPlugin(t, "plugins/conformance/go/counter"), buildPlugin(t, "host/testdata/plugins/counterv2")
 	buggy := panickingModule(t)
 	dir := pipelineDir(t, `name: live

@@ -82,6 +82,7 @@ func fileSinkCrashWant() map[string]fileSinkWindow {
 // window, with the right sums, and every dead letter, repeats allowed;
 // exactly once, each exactly once.
 func TestFileOutputsSurviveKills(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		delivery string

@@ -137,6 +137,7 @@ func fileSinkStrayNumber(dl fileSinkDeadLetter) (int, bool) {
 // Once the files are complete, each window and each dead letter must be in
 // them once.
 func TestFileOutputsSurviveKillsFromKafka(t *testing.T) {
+	t.Parallel()
 	brokers := startBroker(t, "readings:4")
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(fileSinkKafkaYAML), 0o644); err != nil {

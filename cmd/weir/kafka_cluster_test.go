@@ -248,6 +248,7 @@ func earlierRun(t *testing.T, brokers, group, topic string, session time.Duratio
 // lag as unknown (null in /api/pipeline, absent from /metrics) rather than
 // 0; it reads everything once the member's session times out.
 func TestKafkaWaitForEarlierMembersIsLogged(t *testing.T) {
+	t.Parallel()
 	brokers := startBroker(t, "readings:2")
 	produceKeyed(t, brokers, "readings", 20, 4)
 	// The session outlasts weir's start by far, so that the wait is seen.

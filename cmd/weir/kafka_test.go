@@ -119,6 +119,7 @@ dead_letter: {type: kafka, topic: dlq}
 // through Kafka → Wasm map → Kafka with parallelism 2; with no faults every
 // input appears exactly once in the output, in order per key.
 func TestKafkaMapExactlyOnceNoFaults(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("200k records")
 	}
@@ -138,6 +139,7 @@ func TestKafkaMapExactlyOnceNoFaults(t *testing.T) {
 // input reached the output; duplicates are allowed (at-least-once) but
 // bounded by what was in flight.
 func TestKafkaSIGTERMRestartLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("200k records")
 	}
@@ -200,6 +202,7 @@ func TestKafkaSIGTERMRestartLosesNothing(t *testing.T) {
 // and one a plugin rejects; both land on the dead-letter topic with headers
 // that give the reason, and the exit summary counts them.
 func TestKafkaPoisonRecordsToDeadLetterTopic(t *testing.T) {
+	t.Parallel()
 	brokers := startBroker(t, "in:1,out:1,dlq:1")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
 	if err != nil {
@@ -253,6 +256,7 @@ dead_letter: {type: kafka, topic: dlq}
 // group. They split the partitions; when one stops, the group rebalances and
 // the other takes over, and together they output every record at least once.
 func TestKafkaTwoProcessesShareAGroup(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("two processes, 100k records")
 	}

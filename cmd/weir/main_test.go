@@ -200,6 +200,7 @@ dead_letter: {type: file, path: dlq.jsonl}
 // TestTrapOnOneRecord runs a plugin that traps on one record: that record
 // goes to the dead-letter output, and every other record comes out in order.
 func TestTrapOnOneRecord(t *testing.T) {
+	t.Parallel()
 	dir := pipelineDir(t, `name: p
 sources: [{name: in, type: stdin, format: lines}]
 operators:

@@ -12,6 +12,7 @@ import (
 // TestPluginNewAndTest creates a plugin in every template language and
 // runs its test cases; a wrong expectation fails with the case shown.
 func TestPluginNewAndTest(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a plugin per language")
 	}

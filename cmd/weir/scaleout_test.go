@@ -58,6 +58,7 @@ func readCommitted(t *testing.T, brokers, topic string, idle time.Duration) []*k
 // input exactly once, each key's records in order, and both processes must
 // have done part of the work.
 func TestKafkaExactlyOnceScaleOut(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("two processes, 40k records")
 	}

@@ -48,8 +48,12 @@ func (w window) id() string { return fmt.Sprintf("%s@%d", w.Sensor, w.Start) }
 // once, every window must be there with the right sums, and nothing else
 // but repeats of them.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"exactly_once", "at_least_once"} {
-		t.Run(mode, func(t *testing.T) { crashRecovery(t, mode) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			crashRecovery(t, mode)
+		})
 	}
 }
 

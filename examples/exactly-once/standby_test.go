@@ -67,6 +67,7 @@ func (p *weirProc) logged(s string) bool {
 // tail, and finishes the job. A read_committed consumer must see every
 // window once, with the right sums.
 func TestStandbyTakesOver(t *testing.T) {
+	t.Parallel()
 	b, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "readings", "sums"), kfake.SeedTopics(1, "readings.dead"))
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +152,7 @@ func TestStandbyTakesOver(t *testing.T) {
 // checkpoint, in the same process. A read_committed consumer must still
 // see every window once, with the right sums.
 func TestRebalanceDuringTransaction(t *testing.T) {
+	t.Parallel()
 	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", partitions, partitions)})
 	if err != nil {
 		t.Fatal(err)
