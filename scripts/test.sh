@@ -29,6 +29,9 @@ GOOS=wasip1 GOARCH=wasm go vet ./guest-sdk/... ./plugins/... $(go list ./example
 # -short, which trims its slowest plugin-swap tests.
 race_only='github.com/weir-stream/weir/host/internal/engine'
 
+# -parallel 4: most parallel tests wait on child processes, group
+# sessions and deadlines rather than compute, so four at a time keep two
+# cores busy.
 echo "== go test"
 go test -count=1 -parallel 4 -timeout 20m "$@" $(go list ./... | grep -vxF "$race_only")
 
