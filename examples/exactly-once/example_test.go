@@ -197,6 +197,13 @@ func checkResults(t *testing.T, got []window, want map[string]window, exactlyOnc
 // round the partitions by sensor; event time rises by 5 ms a reading. A
 // last reading on every partition, an hour later, closes every window.
 func produce(t *testing.T, addrs []string) (map[string]window, func()) {
+	return produceGated(t, addrs, nil)
+}
+
+// produceGated is produce, holding the second half of the stream back
+// until gate is closed (when gate is not nil), so that a test can make
+// something happen while records still flow.
+func produceGated(t *testing.T, addrs []string, gate <-chan struct{}) (map[string]window, func()) {
 	want := map[string]window{}
 	type reading struct {
 		part int32
@@ -230,6 +237,14 @@ func produce(t *testing.T, addrs []string) (map[string]window, func()) {
 		defer tick.Stop()
 		per := rate / 100
 		for i := 0; i < len(rs); i += per {
+			if gate != nil && i >= len(rs)/2 {
+				select {
+				case <-gate:
+					gate = nil
+				case <-ctx.Done():
+					return
+				}
+			}
 			<-tick.C
 			var batch []*kgo.Record
 			for _, r := range rs[i:min(i+per, len(rs))] {

@@ -159,7 +159,11 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 	}
 	defer b.Close()
 	dir := t.TempDir()
-	want, stopProducing := produce(t, b.Addrs())
+	// The second half of the stream flows only once the foreign member
+	// joins, so that the transaction the rebalance aborts holds state
+	// changes to roll back.
+	flow := make(chan struct{})
+	want, stopProducing := produceGated(t, b.Addrs(), flow)
 	defer stopProducing()
 	p := startWeir(t, dir, "weir", append(os.Environ(),
 		"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
@@ -175,6 +179,7 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	close(flow)
 	for ctx.Err() == nil {
 		cl.PollFetches(ctx)
 	}
