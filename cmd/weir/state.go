@@ -268,8 +268,11 @@ func (o *inspectOut) header(sv *statetool.View, cp *statetool.Checkpoint) {
 				o.printf("  source %s resumes after %d records\n", s.Name, s.Records)
 			}
 		}
-		if cp.ChangelogNext > 0 {
-			o.printf("  changelog replays from offset %d\n", cp.ChangelogNext)
+		switch n := len(cp.ChangelogOffsets); {
+		case n == 1:
+			o.printf("  changelog replays from offset %d\n", cp.ChangelogOffsets[0])
+		case n > 1:
+			o.printf("  changelog replays its %d partitions from offsets %v\n", n, cp.ChangelogOffsets)
 		}
 		if cp.Uncommitted > 0 {
 			o.printf("  a later checkpoint (version %d) was prepared but not committed: the next run rolls it back\n", cp.Uncommitted)

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
@@ -153,9 +155,50 @@ func crashRecovery(t *testing.T, mode string) {
 	if !restored {
 		t.Errorf("no run from run %d on, the first without a state directory, restored the state from the changelog", rebuilt)
 	}
+	checkChangelogTasks(t, b.Addrs())
 
 	dup := checkResults(t, got, want, mode == "exactly_once")
 	t.Logf("%s: %d results, %d windows, %d runs, %d duplicates", mode, len(got), len(want), runs, dup)
+}
+
+// checkChangelogTasks requires the changelog to have a partition per
+// input partition (a task each), every one holding state changes besides
+// its checkpoint markers: the sensors' keys spread over the tasks.
+func checkChangelogTasks(t *testing.T, addrs []string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	const topic = "sensor-sums-changelog"
+	ends, err := adm.ListEndOffsets(context.Background(), topic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("listing the changelog's ends: %v %v", err, ends.Error())
+	}
+	if n := len(ends[topic]); n != partitions {
+		t.Fatalf("the changelog has %d partitions, want one per input partition (%d)", n, partitions)
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	changes := make([]int, partitions)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for ctx.Err() == nil && slices.Contains(changes, 0) {
+		cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if !strings.Contains(string(r.Key), "weir-checkpoint") {
+				changes[r.Partition]++
+			}
+		})
+	}
+	if slices.Contains(changes, 0) {
+		t.Errorf("state changes per changelog partition: %v; every task should hold some of the %d sensors", changes, sensors)
+	}
 }
 
 // checkResults requires a result for every window of want, each equal to

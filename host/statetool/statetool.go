@@ -129,9 +129,10 @@ type Checkpoint struct {
 	Watermark int64 `json:"watermark"`
 	// Sources are the positions the sources resume from.
 	Sources []SourcePosition `json:"sources,omitempty"`
-	// ChangelogNext is the changelog offset from which a restart replays
-	// state changes (runs with a Kafka source); 0 for none.
-	ChangelogNext int64 `json:"changelog_next,omitempty"`
+	// ChangelogOffsets are, per changelog partition, the offsets from
+	// which a restart replays state changes (runs with a Kafka source and
+	// keyed state); empty for none.
+	ChangelogOffsets []int64 `json:"changelog_offsets,omitempty"`
 	// Uncommitted is the version of a checkpoint prepared after this one
 	// but never committed, which the next run rolls back (and replays
 	// from the changelog if its Kafka transaction committed); 0 if none.
@@ -167,7 +168,7 @@ func (s *View) Checkpoint() (*Checkpoint, error) {
 	if err := json.Unmarshal(cp.Meta, &meta); err != nil {
 		return nil, fmt.Errorf("the last checkpoint in %s is unreadable: %w", s.cfg.State.Dir, err)
 	}
-	out.ChangelogNext = meta.ChangelogNext
+	out.ChangelogOffsets = meta.Offsets()
 	if len(meta.Engine) == 0 {
 		return out, nil
 	}

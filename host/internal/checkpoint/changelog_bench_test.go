@@ -13,14 +13,21 @@ import (
 
 // BenchmarkChangelogRestore measures what a standby that kept no state
 // (a new machine) pays to take over: replaying a changelog of 1M keys,
-// written as 10 checkpoints of 100k, from the embedded broker into an
-// empty badger store, as Setup.Run does. A warm standby replays only
+// written as 10 checkpoints of 100k into a changelog of 1 or 12
+// partitions (tasks), from the embedded broker into an empty badger
+// store, as Setup.Run does. A warm standby replays only
 // what the active instance wrote since its last look, a second before.
 func BenchmarkChangelogRestore(b *testing.B) {
+	for _, parts := range []int32{1, 12} {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) { benchRestore(b, parts) })
+	}
+}
+
+func benchRestore(b *testing.B, parts int32) {
 	const keys, checkpoints = 1_000_000, 10
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	br, err := kafka.StartBroker(kafka.BrokerConfig{Topics: map[string]int32{"bench-changelog": 1}, Logger: quiet})
+	br, err := kafka.StartBroker(kafka.BrokerConfig{Topics: map[string]int32{"bench-in": parts}, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,6 +35,9 @@ func BenchmarkChangelogRestore(b *testing.B) {
 	cc := kafka.ClientConfig{Brokers: br.Addrs()}
 	cl, err := kafka.NewChangelog(cc, "bench-changelog", nil, quiet)
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cl.EnsureTopic(ctx, []string{"bench-in"}); err != nil {
 		b.Fatal(err)
 	}
 	value := []byte(`{"sum":12345.5,"count":42,"window_start":1700000000000}`)
@@ -62,8 +72,8 @@ func BenchmarkChangelogRestore(b *testing.B) {
 		}
 		took := time.Since(start)
 		b.StopTimer()
-		if res.Changes != keys || res.Meta == nil {
-			b.Fatalf("replayed %d changes (marker %v), want %d", res.Changes, res.Meta != nil, keys)
+		if res.Changes != keys || res.Meta == nil || len(res.Next) != int(parts) {
+			b.Fatalf("replayed %d changes (marker %v) from %d partitions, want %d from %d", res.Changes, res.Meta != nil, len(res.Next), keys, parts)
 		}
 		b.ReportMetric(took.Seconds(), "s/restore")
 		b.ReportMetric(float64(keys)/took.Seconds(), "keys/s")

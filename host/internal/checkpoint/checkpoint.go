@@ -16,11 +16,24 @@ import (
 
 // Meta is the metadata the state store keeps with each checkpoint:
 // the engine's checkpoint (source positions, event time) and, for runs
-// with a changelog, the changelog offset after the checkpoint's marker,
-// from where a restart replays what the store may have missed.
+// with a changelog, the offset after the checkpoint's marker in each of
+// the changelog's partitions, from where a restart replays what the store
+// may have missed.
 type Meta struct {
-	Engine        json.RawMessage `json:"engine"`
-	ChangelogNext int64           `json:"changelog_next,omitempty"`
+	Engine           json.RawMessage `json:"engine"`
+	ChangelogOffsets []int64         `json:"changelog_offsets,omitempty"`
+	// ChangelogNext is partition 0's offset, as stores written when
+	// every changelog had one partition recorded it.
+	ChangelogNext int64 `json:"changelog_next,omitempty"`
+}
+
+// Offsets returns, per changelog partition, the offset a replay starts
+// from.
+func (m Meta) Offsets() []int64 {
+	if len(m.ChangelogOffsets) == 0 && m.ChangelogNext > 0 {
+		return []int64{m.ChangelogNext}
+	}
+	return m.ChangelogOffsets
 }
 
 // Coordinator takes a run's checkpoints: the state store's, the
@@ -50,7 +63,7 @@ type Txn interface {
 // Changelog is the topic a keyed-state run logs its store's changes and
 // checkpoint markers to (*kafka.Changelog).
 type Changelog interface {
-	Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next int64, err error)
+	Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next []int64, err error)
 }
 
 // Setup is what a run's checkpoints are set up from.
@@ -113,7 +126,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 				close()
 			}
 		}()
-		if err := cl.EnsureTopic(ctx); err != nil {
+		if err := cl.EnsureTopic(ctx, su.inputTopics()); err != nil {
 			return nil, close, err
 		}
 		start := time.Now()
@@ -123,7 +136,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		}
 		if res.Changes > 0 || res.Meta != nil {
 			su.Logger.Info("state restored from the changelog",
-				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
+				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))
 		}
 	}
 	settings := &engine.Checkpointing{Interval: c.Interval, Commit: ck.Commit}
@@ -141,6 +154,18 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		}
 	}
 	return settings, close, nil
+}
+
+// inputTopics are the topics the Kafka sources name (not their patterns):
+// the changelog gets as many partitions as the largest has.
+func (su Setup) inputTopics() []string {
+	var topics []string
+	for i := range su.Config.Sources {
+		if s := &su.Config.Sources[i]; s.Type == config.SourceKafka {
+			topics = append(topics, s.Topics...)
+		}
+	}
+	return topics
 }
 
 // exactFiles reports whether the run's file outputs are exactly once: cut
@@ -200,7 +225,7 @@ func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc ka
 		muts = muts[:0]
 		return err
 	}
-	res, err := kafka.Replay(ctx, cc, topic, meta.ChangelogNext, func(k, v []byte, deleted bool) error {
+	res, err := kafka.Replay(ctx, cc, topic, meta.Offsets(), func(k, v []byte, deleted bool) error {
 		muts = append(muts, state.Mutation{Key: k, Value: v, Delete: deleted})
 		if len(muts) == 1024 {
 			return flush()
@@ -216,7 +241,7 @@ func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc ka
 	if res.Meta == nil {
 		return res, nil
 	}
-	*meta = Meta{Engine: res.Meta, ChangelogNext: res.Next}
+	*meta = Meta{Engine: res.Meta, ChangelogOffsets: res.Next}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return res, err
@@ -299,7 +324,7 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 			return err
 		}
 	}
-	meta.ChangelogNext = next
+	meta.ChangelogOffsets = next
 	b, _ = json.Marshal(meta)
 	if err := ck.Store.Commit(b); err != nil {
 		return err
@@ -309,6 +334,6 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 			return err
 		}
 	}
-	ck.Logger.Debug("checkpoint", "epoch", cp.Epoch, "changelog_next", next, "took", time.Since(start))
+	ck.Logger.Debug("checkpoint", "epoch", cp.Epoch, "changelog_offsets", next, "took", time.Since(start))
 	return nil
 }

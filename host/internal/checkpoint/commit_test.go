@@ -47,14 +47,14 @@ func (s *fakeStore) Changes(fn func(key, value []byte, deleted bool) error) erro
 	return fn([]byte("b"), nil, true)
 }
 
-// fakeChangelog writes nothing and ends at offset 42.
+// fakeChangelog writes nothing and ends at offsets 42 and 7.
 type fakeChangelog struct{ log *calls }
 
-func (c fakeChangelog) Write(_ context.Context, each func(yield func(key, value []byte, deleted bool) error) error, _ []byte) (int64, error) {
+func (c fakeChangelog) Write(_ context.Context, each func(yield func(key, value []byte, deleted bool) error) error, _ []byte) ([]int64, error) {
 	n := 0
 	err := each(func([]byte, []byte, bool) error { n++; return nil })
 	c.log.add("changelog.write %d", n)
-	return 42, err
+	return []int64{42, 7}, err
 }
 
 // fakeTxn fails its commit with commitErr.
@@ -75,7 +75,7 @@ func TestCommitOrder(t *testing.T) {
 		commitErr error
 		want      []string
 		wantErr   error
-		wantNext  int64 // changelog offset the store's checkpoint records
+		wantNext  []int64 // changelog offsets the store's checkpoint records
 	}{
 		{name: "store alone", want: []string{"sync false", "store.checkpoint"}},
 		{name: "exactly once without keyed state", txn: true,
@@ -85,9 +85,9 @@ func TestCommitOrder(t *testing.T) {
 		{name: "exactly once without keyed state, commit fails", txn: true, commitErr: other,
 			want: []string{"sync true", "txn.commit"}, wantErr: other},
 		{name: "changelog, at least once", changelog: true,
-			want: []string{"sync false", "store.prepare", "changelog.write 2", "store.commit"}, wantNext: 42},
+			want: []string{"sync false", "store.prepare", "changelog.write 2", "store.commit"}, wantNext: []int64{42, 7}},
 		{name: "changelog, exactly once", changelog: true, txn: true,
-			want: []string{"sync true", "store.prepare", "changelog.write 2", "txn.commit", "store.commit", "txn.begin"}, wantNext: 42},
+			want: []string{"sync true", "store.prepare", "changelog.write 2", "txn.commit", "store.commit", "txn.begin"}, wantNext: []int64{42, 7}},
 		{name: "changelog, exactly once, rebalance aborted the transaction", changelog: true, txn: true, commitErr: kafka.ErrTxnAborted,
 			want: []string{"sync true", "store.prepare", "changelog.write 2", "txn.commit"}, wantErr: kafka.ErrTxnAborted},
 	}
@@ -117,12 +117,35 @@ func TestCommitOrder(t *testing.T) {
 			if err := json.Unmarshal(store.committed, &meta); err != nil {
 				t.Fatal(err)
 			}
-			if meta.ChangelogNext != tc.wantNext {
-				t.Errorf("checkpoint records changelog_next %d, want %d", meta.ChangelogNext, tc.wantNext)
+			if !slices.Equal(meta.Offsets(), tc.wantNext) {
+				t.Errorf("checkpoint records changelog offsets %v, want %v", meta.Offsets(), tc.wantNext)
 			}
 			cp, err := engine.UnmarshalCheckpoint(meta.Engine)
 			if err != nil || cp.Epoch != 7 {
 				t.Errorf("checkpoint records engine checkpoint %+v (%v), want epoch 7", cp, err)
+			}
+		})
+	}
+}
+
+// TestMetaOffsets reads the changelog offsets of checkpoints as stores
+// recorded them before and after changelogs had a partition per task.
+func TestMetaOffsets(t *testing.T) {
+	for _, tc := range []struct {
+		name, meta string
+		want       []int64
+	}{
+		{"no changelog", `{"engine":{}}`, nil},
+		{"one partition, as recorded before tasks", `{"engine":{},"changelog_next":7}`, []int64{7}},
+		{"a partition per task", `{"engine":{},"changelog_offsets":[3,0,9]}`, []int64{3, 0, 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m Meta
+			if err := json.Unmarshal([]byte(tc.meta), &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Offsets(); !slices.Equal(got, tc.want) {
+				t.Errorf("Offsets() = %v, want %v", got, tc.want)
 			}
 		})
 	}

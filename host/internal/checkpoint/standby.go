@@ -39,10 +39,10 @@ func (su Setup) WarmStandby() func(context.Context) {
 		case !announced && res.Meta != nil:
 			announced = true
 			su.Logger.Info("standby: keeping the state up to date from the changelog",
-				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
+				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))
 		case res.Changes > 0:
 			su.Logger.Debug("standby: applied the changelog",
-				"changes", res.Changes, "changelog_next", res.Next, "took", time.Since(start))
+				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))
 		}
 	}
 }

@@ -12,32 +12,39 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/task"
+	"github.com/weir-stream/weir/state"
 )
 
 // A changelog topic holds a pipeline's state changes, checkpoint by
 // checkpoint, so that the state can be rebuilt on another machine (as Kafka
-// Streams' changelog topics): compacted, one partition, each checkpoint's
-// changed keys followed by a marker record carrying the checkpoint's
-// metadata. Values are prefixed so that a deletion (a null value, which
-// compaction removes) never looks like an empty value:
+// Streams' changelog topics): compacted, one partition per task (see
+// package task), each checkpoint's changed keys in the partition of their
+// record key's task, followed in every partition by a marker record
+// carrying the checkpoint's metadata. Values are prefixed so that a
+// deletion (a null value, which compaction removes) never looks like an
+// empty value:
 //
 //	state put     key = state key        value = 'v' value
 //	state delete  key = state key        value = null
 //	marker        key = ChangelogMarker  value = 'm' metadata
 //
-// Replaying the topic in order, read_committed, rebuilds the state of the
-// last marker; with exactly-once delivery each checkpoint's records and
-// marker commit in its Kafka transaction, so an aborted checkpoint leaves
-// nothing a replay sees.
+// The markers are written once every change of the checkpoint is
+// acknowledged, so a marker in partition 0 says that the checkpoint's
+// changes in every partition are there too; replaying every partition in
+// order, read_committed, rebuilds the state of partition 0's last marker.
+// With exactly-once delivery each checkpoint's records and markers commit
+// in its Kafka transaction, so an aborted checkpoint leaves nothing a
+// replay sees. A changelog made when it had one partition keeps working:
+// its one task holds every key.
 const ChangelogMarker = "\x00\x00weir-checkpoint"
 
-// changelogPartition is the changelog's only partition.
-const changelogPartition = 0
-
 // Changelog writes and replays a changelog topic. Write is called by one
-// goroutine at a time; Replay and EnsureTopic may run before it.
+// goroutine at a time, after EnsureTopic; Replay may run before it.
 type Changelog struct {
 	topic string
+	parts int // the topic's partitions: the run's tasks
 	cl    *kgo.Client
 	owned bool // cl is the changelog's own, closed by Close
 	txn   *Txn // the transaction whose client cl is, or nil
@@ -53,12 +60,18 @@ func NewChangelog(cc ClientConfig, topic string, txn *Txn, log *slog.Logger) (*C
 	if p := snkTopicProblem([]byte(topic)); p != "" {
 		return nil, fmt.Errorf("changelog topic %q %s", topic, p)
 	}
-	c := &Changelog{topic: topic, log: log}
+	c := &Changelog{topic: topic, parts: 1, log: log}
 	if txn != nil {
+		if txn.manual == nil {
+			return nil, errors.New("changelog: the transaction's client cannot place records by task")
+		}
+		txn.manual.add(topic)
 		c.cl, c.txn = txn.cl, txn
 		return c, nil
 	}
-	opts, _, err := snkProducerOpts(cc, CompressionLz4, AcksAll, 0, 0, 0, log)
+	manual := &manualTopics{}
+	manual.add(topic)
+	opts, _, err := snkProducerOpts(cc, CompressionLz4, AcksAll, 0, 0, 0, manual, log)
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +85,22 @@ func NewChangelog(cc ClientConfig, topic string, txn *Txn, log *slog.Logger) (*C
 // Topic returns the changelog's topic.
 func (c *Changelog) Topic() string { return c.topic }
 
-// EnsureTopic creates the topic, compacted with one partition, unless it
-// exists; an existing topic must have one partition.
-func (c *Changelog) EnsureTopic(ctx context.Context) error {
+// Partitions returns the changelog's partitions, the run's tasks: 1 until
+// EnsureTopic has found the topic.
+func (c *Changelog) Partitions() int { return c.parts }
+
+// EnsureTopic creates the topic, compacted, unless it exists, with one
+// partition per partition of the largest of inputs (the pipeline's input
+// topics; one if none of them exists yet). An existing topic keeps its
+// partitions: they are the run's tasks.
+func (c *Changelog) EnsureTopic(ctx context.Context, inputs []string) error {
 	adm := kadm.NewClient(c.cl)
+	tasks, err := maxPartitions(ctx, adm, inputs)
+	if err != nil {
+		return fmt.Errorf("changelog: describing the input topics: %w", err)
+	}
 	compact := "compact"
-	_, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
+	_, err = adm.CreateTopic(ctx, int32(tasks), -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("changelog: creating topic %q: %w", c.topic, err)
 	}
@@ -85,159 +108,288 @@ func (c *Changelog) EnsureTopic(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("changelog: describing topic %q: %w", c.topic, err)
 	}
-	if d, ok := td[c.topic]; ok && d.Err == nil && len(d.Partitions) != 1 {
-		return fmt.Errorf("changelog: topic %q has %d partitions; a changelog has one", c.topic, len(d.Partitions))
+	d, ok := td[c.topic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return fmt.Errorf("changelog: topic %q cannot be described: %v", c.topic, d.Err)
+	}
+	c.parts = len(d.Partitions)
+	if c.parts != tasks {
+		c.log.Info("changelog: the topic keeps the partitions it was made with", "partitions", c.parts, "input_partitions", tasks)
 	}
 	return nil
 }
 
-// Write produces a checkpoint's changes, which each calls yield for, then
-// its marker with meta, and waits until all are acknowledged (written, or,
-// in a transaction, written pending its commit). It returns the offset
-// after the marker, where the next checkpoint's records begin.
-func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next int64, err error) {
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-		n        int
-		marker   int64 = -1
-	)
-	promise := func(_ *kgo.Record, err error) {
-		if err != nil {
-			mu.Lock()
-			if firstErr == nil {
-				firstErr = err
-			}
-			mu.Unlock()
-		}
-		wg.Done()
+// maxPartitions returns the partitions of the largest of topics, or 1 if
+// none exists.
+func maxPartitions(ctx context.Context, adm *kadm.Client, topics []string) (int, error) {
+	n := 1
+	if len(topics) == 0 {
+		return n, nil
 	}
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range td {
+		if d.Err == nil {
+			n = max(n, len(d.Partitions))
+		}
+	}
+	return n, nil
+}
+
+// partition returns the changelog partition of a state key: its record
+// key's task. A key that is not a state.Key belongs to task 0.
+func (c *Changelog) partition(key []byte) int32 {
+	if c.parts <= 1 {
+		return 0
+	}
+	_, rk, _, ok := state.SplitKey(key)
+	if !ok {
+		return 0
+	}
+	return int32(task.Of(rk, c.parts))
+}
+
+// Write produces a checkpoint's changes, which each calls yield for, then,
+// once all are acknowledged, its marker with meta in every partition, and
+// waits until the markers are acknowledged too (written, or, in a
+// transaction, written pending its commit). It returns, per partition,
+// the offset after the marker, where the next checkpoint's records begin.
+func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next []int64, err error) {
+	p := newPromises()
+	n := 0
 	err = each(func(key, value []byte, deleted bool) error {
-		r := &kgo.Record{Topic: c.topic, Partition: changelogPartition, Key: bytes.Clone(key)}
+		r := &kgo.Record{Topic: c.topic, Partition: c.partition(key), Key: bytes.Clone(key)}
 		if !deleted {
 			r.Value = append([]byte{'v'}, value...)
 		}
 		n++
-		wg.Add(1)
-		c.cl.Produce(ctx, r, promise)
+		p.wg.Add(1)
+		c.cl.Produce(ctx, r, p.done)
 		return nil
 	})
-	if err == nil {
-		// The marker comes last: one partition keeps the order.
-		wg.Add(1)
-		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: changelogPartition, Key: []byte(ChangelogMarker), Value: append([]byte{'m'}, meta...)},
+	p.wg.Wait()
+	if err != nil {
+		return nil, fmt.Errorf("changelog: listing changes: %w", err)
+	}
+	if p.err != nil {
+		return nil, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, c.txn.explain(p.err))
+	}
+	next = make([]int64, c.parts)
+	value := append([]byte{'m'}, meta...)
+	for part := range c.parts {
+		p.wg.Add(1)
+		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(part), Key: []byte(ChangelogMarker), Value: value},
 			func(r *kgo.Record, err error) {
 				if err == nil {
-					marker = r.Offset
+					next[r.Partition] = r.Offset + 1
 				}
-				promise(r, err)
+				p.done(r, err)
 			})
 	}
-	wg.Wait()
+	p.wg.Wait()
+	if p.err != nil {
+		return nil, fmt.Errorf("changelog: writing the checkpoint's markers to %q: %w", c.topic, c.txn.explain(p.err))
+	}
+	return next, nil
+}
+
+// promises counts produced records until they are acknowledged, keeping
+// the first error.
+type promises struct {
+	wg  sync.WaitGroup
+	mu  sync.Mutex
+	err error
+}
+
+func newPromises() *promises { return &promises{} }
+
+func (p *promises) done(_ *kgo.Record, err error) {
 	if err != nil {
-		return 0, fmt.Errorf("changelog: listing changes: %w", err)
+		p.mu.Lock()
+		if p.err == nil {
+			p.err = err
+		}
+		p.mu.Unlock()
 	}
-	if firstErr != nil {
-		return 0, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, c.txn.explain(firstErr))
-	}
-	return marker + 1, nil
+	p.wg.Done()
 }
 
 // ReplayResult is what Replay found.
 type ReplayResult struct {
-	// Next is the offset after the last record read.
-	Next int64
-	// Meta is the last marker's metadata, and MarkerNext the offset after
-	// it; Meta is nil if no marker was read.
-	Meta       []byte
-	MarkerNext int64
+	// Next is, per partition, the offset after the last record read.
+	Next []int64
+	// Meta is the metadata of partition 0's last marker, nil if no
+	// marker was read there.
+	Meta []byte
 	// Changes counts the state records applied.
 	Changes int
 }
 
-// Replay reads the changelog from offset from up to its end, read
-// committed, calling apply for each state record in order. It reads a
-// consistent end: the last stable offset when it starts.
-func Replay(ctx context.Context, cc ClientConfig, topic string, from int64, apply func(key, value []byte, deleted bool) error, log *slog.Logger) (ReplayResult, error) {
-	res := ReplayResult{Next: from}
-	opts, err := cc.Opts()
-	if err != nil {
-		return res, err
-	}
+// Replay reads every partition of the changelog, each from its offset in
+// from (0 past its end), up to its end, read committed, calling apply for
+// each state record, in order within a partition. It reads a consistent
+// end: the last stable offsets when it starts, partition 0's first, so
+// that every change a marker there stands for is within the others' ends.
+func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, apply func(key, value []byte, deleted bool) error, log *slog.Logger) (ReplayResult, error) {
+	var res ReplayResult
 	log = snkLogger(log)
-	// Control records (transaction markers) take offsets too; keeping them
-	// lets the replay see that it reached the end when one is last.
-	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {changelogPartition: kgo.NewOffset().At(from)}}))
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
+	rp, err := newReplay(ctx, cc, topic, from, log)
+	if err != nil || rp == nil {
 		return res, err
 	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return res, fmt.Errorf("changelog %q: listing its end: %w", topic, err)
-	}
-	end, ok := ends.Lookup(topic, changelogPartition)
-	if !ok {
-		return res, fmt.Errorf("changelog %q: no partition %d", topic, changelogPartition)
-	}
-	if end.Err != nil {
-		if errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-			return res, nil // no changelog yet
-		}
-		return res, fmt.Errorf("changelog %q: listing its end: %w", topic, end.Err)
-	}
+	defer rp.cl.Close()
 	start := time.Now()
-	log.Debug("changelog: replaying", "topic", topic, "from", from, "to", end.Offset)
-	for res.Next < end.Offset {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
+	res.Next = rp.next
+	for !rp.done() {
+		if err := rp.poll(ctx, &res, apply); err != nil {
 			return res, err
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) {
-			if ferr == nil {
-				ferr = err
-			}
-		})
-		if ferr != nil {
-			return res, fmt.Errorf("changelog %q: reading: %w", topic, ferr)
-		}
-		for it := fs.RecordIter(); !it.Done(); {
-			r := it.Next()
-			if r.Offset >= end.Offset {
-				break
-			}
-			res.Next = r.Offset + 1
-			switch {
-			case r.Attrs.IsControl():
-				continue
-			case string(r.Key) == ChangelogMarker:
-				if len(r.Value) == 0 || r.Value[0] != 'm' {
-					return res, fmt.Errorf("changelog %q: offset %d: malformed checkpoint marker", topic, r.Offset)
-				}
-				res.Meta = bytes.Clone(r.Value[1:])
-				res.MarkerNext = r.Offset + 1
-			case r.Value == nil:
-				err = apply(r.Key, nil, true)
-				res.Changes++
-			case len(r.Value) > 0 && r.Value[0] == 'v':
-				err = apply(r.Key, r.Value[1:], false)
-				res.Changes++
-			default:
-				return res, fmt.Errorf("changelog %q: offset %d: value without the 'v' prefix", topic, r.Offset)
-			}
-			if err != nil {
-				return res, fmt.Errorf("changelog %q: offset %d: %w", topic, r.Offset, err)
-			}
 		}
 	}
 	if res.Changes > 0 || res.Meta != nil {
 		log.Info("replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
 	}
 	return res, nil
+}
+
+// replayRun is one Replay: its client, and each partition's end and next
+// offset.
+type replayRun struct {
+	topic string
+	cl    *kgo.Client
+	end   []int64
+	next  []int64
+}
+
+// newReplay starts reading the changelog's partitions from from, or
+// returns nil if the topic does not exist yet.
+func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64, log *slog.Logger) (*replayRun, error) {
+	opts, err := cc.Opts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	end, err := changelogEnds(ctx, kadm.NewClient(cl), topic)
+	cl.Close()
+	if err != nil || end == nil {
+		return nil, err
+	}
+	rp := &replayRun{topic: topic, end: end, next: make([]int64, len(end))}
+	at := map[int32]kgo.Offset{}
+	for p := range end {
+		if p < len(from) {
+			rp.next[p] = from[p]
+		}
+		at[int32(p)] = kgo.NewOffset().At(rp.next[p])
+	}
+	log.Debug("changelog: replaying", "topic", topic, "from", rp.next, "to", end)
+	// Control records (transaction markers) take offsets too; keeping them
+	// lets the replay see that it reached the end when one is last.
+	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}))
+	if rp.cl, err = kgo.NewClient(opts...); err != nil {
+		return nil, err
+	}
+	return rp, nil
+}
+
+// changelogEnds lists the last stable offset of every partition of topic,
+// partition 0's before the others', or nil if the topic does not exist.
+func changelogEnds(ctx context.Context, adm *kadm.Client, topic string) ([]int64, error) {
+	first, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("changelog %q: listing its end: %w", topic, err)
+	}
+	if err := first.Error(); err != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return nil, nil // no changelog yet
+		}
+		return nil, fmt.Errorf("changelog %q: listing its end: %w", topic, err)
+	}
+	rest, err := adm.ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = rest.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("changelog %q: listing its end: %w", topic, err)
+	}
+	end := make([]int64, len(rest[topic]))
+	for p := range end {
+		o, ok := rest.Lookup(topic, int32(p))
+		if !ok {
+			return nil, fmt.Errorf("changelog %q: no end listed for partition %d", topic, p)
+		}
+		end[p] = o.Offset
+	}
+	if o, ok := first.Lookup(topic, 0); ok {
+		end[0] = o.Offset
+	}
+	return end, nil
+}
+
+// done reports whether every partition is read to its end.
+func (rp *replayRun) done() bool {
+	for p, e := range rp.end {
+		if rp.next[p] < e {
+			return false
+		}
+	}
+	return true
+}
+
+// poll applies one fetch's records below their partitions' ends.
+func (rp *replayRun) poll(ctx context.Context, res *ReplayResult, apply func(key, value []byte, deleted bool) error) error {
+	fs := rp.cl.PollFetches(ctx)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var ferr error
+	fs.EachError(func(_ string, _ int32, err error) {
+		if ferr == nil {
+			ferr = err
+		}
+	})
+	if ferr != nil {
+		return fmt.Errorf("changelog %q: reading: %w", rp.topic, ferr)
+	}
+	for it := fs.RecordIter(); !it.Done(); {
+		r := it.Next()
+		if int(r.Partition) >= len(rp.end) || r.Offset >= rp.end[r.Partition] {
+			continue
+		}
+		rp.next[r.Partition] = r.Offset + 1
+		if err := rp.record(r, res, apply); err != nil {
+			return fmt.Errorf("changelog %q: partition %d, offset %d: %w", rp.topic, r.Partition, r.Offset, err)
+		}
+	}
+	return nil
+}
+
+// record applies one changelog record.
+func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, value []byte, deleted bool) error) error {
+	switch {
+	case r.Attrs.IsControl():
+		return nil
+	case string(r.Key) == ChangelogMarker:
+		if len(r.Value) == 0 || r.Value[0] != 'm' {
+			return errors.New("malformed checkpoint marker")
+		}
+		if r.Partition == 0 {
+			res.Meta = bytes.Clone(r.Value[1:])
+		}
+		return nil
+	case r.Value == nil:
+		res.Changes++
+		return apply(r.Key, nil, true)
+	case len(r.Value) > 0 && r.Value[0] == 'v':
+		res.Changes++
+		return apply(r.Key, r.Value[1:], false)
+	}
+	return errors.New("value without the 'v' prefix")
 }
 
 // Close closes the changelog's own client (not a transaction's).

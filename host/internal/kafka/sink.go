@@ -223,7 +223,7 @@ func (s *Sink) tooLarge(key []byte, rec *record.Record) string {
 // snkClient returns a producer client, and the delivery timeout in
 // effect: a new one, or txn's.
 func snkClient(cc ClientConfig, txn *Txn, compression, acks string, linger time.Duration, batchMax int32, timeout time.Duration, log *slog.Logger) (*kgo.Client, time.Duration, error) {
-	opts, timeout, err := snkProducerOpts(cc, compression, acks, linger, batchMax, timeout, log)
+	opts, timeout, err := snkProducerOpts(cc, compression, acks, linger, batchMax, timeout, nil, log)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -234,9 +234,34 @@ func snkClient(cc ClientConfig, txn *Txn, compression, acks string, linger time.
 	return cl, timeout, err
 }
 
+// manualTopics are the topics, of those one producer client writes, whose
+// records name their partition: changelogs, whose records go to their
+// task's partition. It is safe for concurrent use; a topic is added before
+// the client first produces to it.
+type manualTopics struct{ m sync.Map }
+
+func (mt *manualTopics) add(topic string) { mt.m.Store(topic, struct{}{}) }
+
+// snkPartitioner places the manual topics' records in the partition they
+// name, and every other topic's as def does.
+type snkPartitioner struct {
+	def    kgo.Partitioner
+	manual *manualTopics // nil for none
+}
+
+func (p snkPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if p.manual != nil {
+		if _, ok := p.manual.m.Load(topic); ok {
+			return kgo.ManualPartitioner().ForTopic(topic)
+		}
+	}
+	return p.def.ForTopic(topic)
+}
+
 // snkProducerOpts returns the client options for a producer, with the
-// delivery timeout in effect.
-func snkProducerOpts(cc ClientConfig, compression, acks string, linger time.Duration, batchMax int32, timeout time.Duration, log *slog.Logger) ([]kgo.Opt, time.Duration, error) {
+// delivery timeout in effect. Records of the manual topics (nil for none)
+// go to the partition they name.
+func snkProducerOpts(cc ClientConfig, compression, acks string, linger time.Duration, batchMax int32, timeout time.Duration, manual *manualTopics, log *slog.Logger) ([]kgo.Opt, time.Duration, error) {
 	opts, err := cc.Opts()
 	if err != nil {
 		return nil, 0, err
@@ -281,7 +306,7 @@ func snkProducerOpts(cc ClientConfig, compression, acks string, linger time.Dura
 		// checks it against Kafka's own murmur2 test vectors. Records
 		// without a key stick to one partition per 64 KiB, choosing the
 		// least backed-up next, as Java's KIP-794 partitioner does.
-		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
+		kgo.RecordPartitioner(snkPartitioner{kgo.UniformBytesPartitioner(64<<10, true, true, nil), manual}),
 	)
 	switch strings.ToLower(acks) {
 	case "", AcksAll, "-1":

@@ -447,7 +447,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		opts = append(opts, kgo.ConsumeTopics(topics...))
 	}
 	if cfg.Txn != nil {
-		topts, err := txnOpts(cfg.Client, cfg.Txn, s.log)
+		manual := &manualTopics{}
+		topts, err := txnOpts(cfg.Client, cfg.Txn, manual, s.log)
 		if err != nil {
 			return fail("%v", err)
 		}
@@ -455,7 +456,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		if err != nil {
 			return fail("%v", err)
 		}
-		s.txn = &Txn{id: cfg.Txn.ID, sess: sess, cl: sess.Client(), log: s.log}
+		s.txn = &Txn{id: cfg.Txn.ID, sess: sess, cl: sess.Client(), manual: manual, log: s.log}
 		s.cl = s.txn.cl
 	} else if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return fail("%v", err)

@@ -38,10 +38,11 @@ type TxnConfig struct {
 // transaction. Begin and Commit are called by the checkpoint, one at a
 // time; the Source closes the client.
 type Txn struct {
-	id   string
-	sess *kgo.GroupTransactSession
-	cl   *kgo.Client
-	log  *slog.Logger
+	id     string
+	sess   *kgo.GroupTransactSession
+	cl     *kgo.Client
+	manual *manualTopics // topics cl writes to named partitions (changelogs)
+	log    *slog.Logger
 }
 
 // ErrTxnAborted is returned by Commit when the transaction was aborted
@@ -161,11 +162,11 @@ func (t *Txn) Fence(ctx context.Context) error {
 }
 
 // txnOpts returns the producer options of a transactional client.
-func txnOpts(cc ClientConfig, tc *TxnConfig, log *slog.Logger) ([]kgo.Opt, error) {
+func txnOpts(cc ClientConfig, tc *TxnConfig, manual *manualTopics, log *slog.Logger) ([]kgo.Opt, error) {
 	if tc.ID == "" {
 		return nil, errors.New("no transactional id")
 	}
-	opts, _, err := snkProducerOpts(cc, tc.Compression, AcksAll, tc.Linger, tc.BatchMaxBytes, 0, log)
+	opts, _, err := snkProducerOpts(cc, tc.Compression, AcksAll, tc.Linger, tc.BatchMaxBytes, 0, manual, log)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,238 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/task"
+	"github.com/weir-stream/weir/state"
+)
+
+// clChange is one generated state change.
+type clChange struct {
+	key     []byte
+	value   []byte
+	deleted bool
+}
+
+// clCheckpoints generates checkpoints of changes over many record keys
+// (unicode, empty, long), each key at most once per checkpoint, as a
+// store's Changes lists them, with deletions of keys written before.
+func clCheckpoints(rng *rand.Rand, checkpoints, perCheckpoint int) [][]clChange {
+	recordKeys := [][]byte{{}, []byte("ключ"), []byte("日本"), []byte("a\x00b"), make([]byte, 300)}
+	for i := range 400 {
+		recordKeys = append(recordKeys, fmt.Appendf(nil, "device-%d", i))
+	}
+	var out [][]clChange
+	for c := range checkpoints {
+		seen := map[string]bool{}
+		var cp []clChange
+		for range perCheckpoint {
+			rk := recordKeys[rng.IntN(len(recordKeys))]
+			k := state.Key(nil, []string{"sums", "seen"}[rng.IntN(2)], rk, fmt.Appendf(nil, "w%d", rng.IntN(3)))
+			if seen[string(k)] {
+				continue
+			}
+			seen[string(k)] = true
+			if c > 0 && rng.IntN(5) == 0 {
+				cp = append(cp, clChange{key: k, deleted: true})
+				continue
+			}
+			cp = append(cp, clChange{key: k, value: fmt.Appendf(nil, `{"c":%d,"v":%d}`, c, rng.Int64())})
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// clWrite writes one checkpoint's changes with meta.
+func clWrite(t *testing.T, cl *Changelog, changes []clChange, meta string) []int64 {
+	t.Helper()
+	next, err := cl.Write(context.Background(), func(yield func(key, value []byte, deleted bool) error) error {
+		for _, c := range changes {
+			if err := yield(c.key, c.value, c.deleted); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, []byte(meta))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+// clReplay replays the changelog from from into a map.
+func clReplay(t *testing.T, cc ClientConfig, topic string, from []int64, into map[string]string) ReplayResult {
+	t.Helper()
+	res, err := Replay(context.Background(), cc, topic, from, func(k, v []byte, deleted bool) error {
+		if deleted {
+			delete(into, string(k))
+		} else {
+			into[string(k)] = string(v)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestChangelogTasks writes generated checkpoints to a changelog made for
+// an input of 5 partitions and checks that it has one partition per task,
+// that every change is in its record key's task's partition and every
+// partition ends each checkpoint with its marker, and that a replay, from
+// the start or from a checkpoint's offsets, rebuilds exactly the state a
+// brute-force fold of the changes gives.
+func TestChangelogTasks(t *testing.T) {
+	t.Parallel()
+	const parts = 5
+	cc := snkCluster(t, map[string]int32{"in": parts, "other": 2})
+	ctx := context.Background()
+	cl, err := NewChangelog(cc, "p-changelog", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.EnsureTopic(ctx, []string{"other", "in", "not-there"}); err != nil {
+		t.Fatal(err)
+	}
+	if cl.Partitions() != parts {
+		t.Fatalf("the changelog has %d partitions, want %d (the largest input's)", cl.Partitions(), parts)
+	}
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d", seed)
+	cps := clCheckpoints(rand.New(rand.NewPCG(seed, 3)), 4, 600)
+	want, atSecond := map[string]string{}, map[string]string{}
+	var nexts [][]int64
+	for i, cp := range cps {
+		nexts = append(nexts, clWrite(t, cl, cp, fmt.Sprintf(`{"epoch":%d}`, i+1)))
+		for _, c := range cp {
+			if c.deleted {
+				delete(want, string(c.key))
+			} else {
+				want[string(c.key)] = string(c.value)
+			}
+		}
+		if i == 1 {
+			maps.Copy(atSecond, want)
+		}
+	}
+	clCheckPlacement(t, cc, "p-changelog", parts, len(cps))
+
+	got := map[string]string{}
+	res := clReplay(t, cc, "p-changelog", nil, got)
+	if !maps.Equal(got, want) {
+		t.Errorf("a replay from the start rebuilt %d keys, the changes fold to %d", len(got), len(want))
+	}
+	if string(res.Meta) != `{"epoch":4}` || !slices.Equal(res.Next, nexts[3]) {
+		t.Errorf("replay ended at marker %s, offsets %v; want epoch 4 at %v", res.Meta, res.Next, nexts[3])
+	}
+	// From the second checkpoint's offsets, onto its state.
+	res = clReplay(t, cc, "p-changelog", nexts[1], atSecond)
+	if !maps.Equal(atSecond, want) {
+		t.Errorf("a replay from the second checkpoint rebuilt %d keys, want %d", len(atSecond), len(want))
+	}
+	if n := len(cps[2]) + len(cps[3]); res.Changes != n {
+		t.Errorf("a replay from the second checkpoint applied %d changes, want %d", res.Changes, n)
+	}
+	// Nothing new: nothing applied, the offsets stay.
+	res = clReplay(t, cc, "p-changelog", nexts[3], map[string]string{})
+	if res.Changes != 0 || res.Meta != nil || !slices.Equal(res.Next, nexts[3]) {
+		t.Errorf("a replay at the end applied %d changes, marker %s, offsets %v", res.Changes, res.Meta, res.Next)
+	}
+}
+
+// clCheckPlacement reads the changelog raw: every change in its task's
+// partition, and each of the checkpoints ending with a marker in every
+// partition.
+func clCheckPlacement(t *testing.T, cc ClientConfig, topic string, parts, checkpoints int) {
+	t.Helper()
+	adm := kadm.NewClient(clClient(t, cc))
+	td, err := adm.ListTopics(context.Background(), topic)
+	if err != nil || len(td[topic].Partitions) != parts {
+		t.Fatalf("changelog topic: %v, %d partitions, want %d", err, len(td[topic].Partitions), parts)
+	}
+	markers := make([]int, parts)
+	for _, r := range snkConsume(t, cc, topic, int(snkEndOffsets(t, cc, topic))) {
+		if string(r.Key) == ChangelogMarker {
+			markers[r.Partition]++
+			continue
+		}
+		_, rk, _, ok := state.SplitKey(r.Key)
+		if !ok {
+			t.Fatalf("partition %d, offset %d: not a state key: %q", r.Partition, r.Offset, r.Key)
+		}
+		if p := int32(task.Of(rk, parts)); r.Partition != p {
+			t.Errorf("record key %q is in partition %d, its task is %d", rk, r.Partition, p)
+		}
+	}
+	for p, n := range markers {
+		if n != checkpoints {
+			t.Errorf("partition %d has %d markers, want one per checkpoint (%d)", p, n, checkpoints)
+		}
+	}
+}
+
+// TestChangelogOnePartitionKept: a changelog made with one partition (as
+// every changelog was before tasks) keeps it, with every key in it, and a
+// replay rebuilds its state; a missing changelog replays as empty.
+func TestChangelogOnePartitionKept(t *testing.T) {
+	t.Parallel()
+	cc := snkCluster(t, map[string]int32{"in": 6, "old-changelog": 1})
+	res := clReplay(t, cc, "never-made", nil, map[string]string{})
+	if res.Changes != 0 || res.Meta != nil {
+		t.Errorf("a missing changelog replayed %d changes, marker %s", res.Changes, res.Meta)
+	}
+	cl, err := NewChangelog(cc, "old-changelog", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.EnsureTopic(context.Background(), []string{"in"}); err != nil {
+		t.Fatal(err)
+	}
+	if cl.Partitions() != 1 {
+		t.Fatalf("an existing one-partition changelog now has %d tasks", cl.Partitions())
+	}
+	cps := clCheckpoints(rand.New(rand.NewPCG(7, 7)), 2, 300)
+	want := map[string]string{}
+	for i, cp := range cps {
+		clWrite(t, cl, cp, fmt.Sprintf(`{"epoch":%d}`, i+1))
+		for _, c := range cp {
+			if c.deleted {
+				delete(want, string(c.key))
+			} else {
+				want[string(c.key)] = string(c.value)
+			}
+		}
+	}
+	clCheckPlacement(t, cc, "old-changelog", 1, 2)
+	got := map[string]string{}
+	if res := clReplay(t, cc, "old-changelog", []int64{0}, got); !maps.Equal(got, want) || string(res.Meta) != `{"epoch":2}` {
+		t.Errorf("replay rebuilt %d keys (want %d), marker %s", len(got), len(want), res.Meta)
+	}
+}
+
+// clClient returns a plain client of cc, closed with the test.
+func clClient(t *testing.T, cc ClientConfig) *kgo.Client {
+	t.Helper()
+	opts, err := cc.Opts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
