@@ -62,6 +62,7 @@ type Pipeline struct {
 	metrics  *pipelineMetrics
 	run      atomic.Pointer[runInfo]
 	runState atomic.Value // string
+	restore  atomic.Pointer[RestoreStats]
 	// closeStore closes a state store Load opened (badger); nil otherwise.
 	closeStore func() error
 }

@@ -126,7 +126,7 @@ func (s Summary) untouched() bool {
 func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger,
 		Stdin: p.opts.Stdin, Stdout: p.opts.Stdout, Stderr: p.opts.Stderr,
-		OnStandby: func() { p.runState.Store(StateStandby) }}
+		OnStandby: func() { p.runState.Store(StateStandby) }, OnRestore: p.onRestore}
 	if p.opts.Broker != nil {
 		deps.Broker = p.opts.Broker
 	}

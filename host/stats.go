@@ -31,6 +31,44 @@ type Stats struct {
 	Checkpoints         int64   `json:"checkpoints"`
 	LastCheckpoint      uint64  `json:"last_checkpoint,omitempty"`
 	LastCheckpointPause float64 `json:"last_checkpoint_pause_seconds,omitempty"`
+	// Restore is how far the state's last restore from the changelog came
+	// (or, while State is "restoring", has come); nil if the pipeline has
+	// not restored any.
+	Restore *RestoreStats `json:"restore,omitempty"`
+}
+
+// RestoreStats is how far a restore of the state from the changelog is:
+// per task (changelog partition), the changelog records replayed and left
+// (counted in offsets, so a transaction marker counts as one), with their
+// totals, the seconds it has taken and an estimate of those left. It is a
+// plain value.
+type RestoreStats struct {
+	Tasks      []TaskRestore `json:"tasks"`
+	Replayed   int64         `json:"replayed"`
+	Left       int64         `json:"left"`
+	Seconds    float64       `json:"seconds"`
+	EtaSeconds float64       `json:"eta_seconds"`
+}
+
+// TaskRestore is one task's part of a RestoreStats.
+type TaskRestore struct {
+	Task     int   `json:"task"`
+	Replayed int64 `json:"replayed"`
+	Left     int64 `json:"left"`
+}
+
+// onRestore records a restore's progress; while records are left, the
+// pipeline is restoring.
+func (p *Pipeline) onRestore(pr kafka.ReplayProgress) {
+	rs := &RestoreStats{Seconds: pr.Elapsed.Seconds(), EtaSeconds: pr.ETA().Seconds()}
+	for i, t := range pr.Tasks {
+		rs.Tasks = append(rs.Tasks, TaskRestore{Task: i, Replayed: t.Replayed, Left: t.Left})
+	}
+	rs.Replayed, rs.Left = pr.Totals()
+	p.restore.Store(rs)
+	if rs.Left > 0 {
+		p.runState.Store(StateRestoring)
+	}
 }
 
 // Pipeline run states.
@@ -39,9 +77,12 @@ const (
 	StateRunning = "running"
 	// StateStandby: a pipeline with state waits for another instance in
 	// its consumer group to leave (see Pipeline.Run).
-	StateStandby  = "standby"
-	StateFinished = "finished"
-	StateFailed   = "failed"
+	StateStandby = "standby"
+	// StateRestoring: the pipeline's state is being restored from its
+	// changelog before the run reads a record (see Stats.Restore).
+	StateRestoring = "restoring"
+	StateFinished  = "finished"
+	StateFailed    = "failed"
 )
 
 // runInfo is what a pipeline knows about its current run, for Stats and
@@ -54,7 +95,7 @@ type runInfo struct {
 // Stats returns the pipeline's live counts. It is safe to call from any
 // goroutine, during and after Run.
 func (p *Pipeline) Stats() Stats {
-	st := Stats{State: p.state()}
+	st := Stats{State: p.state(), Restore: p.restore.Load()}
 	ri := p.run.Load()
 	if ri == nil {
 		return st
@@ -180,7 +221,12 @@ var (
 	descWatermark   = prometheus.NewDesc("weir_watermark_lag_seconds", "Wall clock minus the event-time watermark.", []string{"pipeline"}, nil)
 	descLag         = prometheus.NewDesc("weir_consumer_lag_records", "Kafka records not yet polled, over the pipeline's Kafka sources.", []string{"pipeline"}, nil)
 	descCheckpoints = prometheus.NewDesc("weir_checkpoints_total", "Checkpoints taken in this run.", []string{"pipeline"}, nil)
-	descPlugin      = prometheus.NewDesc("weir_plugin_info", "The live version of each plugin operator (always 1).",
+	descRestoring   = prometheus.NewDesc("weir_pipeline_restoring", "1 while the pipeline restores its state from the changelog.", []string{"pipeline"}, nil)
+	descRestoreDone = prometheus.NewDesc("weir_restore_records_replayed", "Changelog records the last restore replayed, by task (changelog partition).",
+		[]string{"pipeline", "task"}, nil)
+	descRestoreLeft = prometheus.NewDesc("weir_restore_records_left", "Changelog records the last restore has left to replay, by task (changelog partition).",
+		[]string{"pipeline", "task"}, nil)
+	descPlugin = prometheus.NewDesc("weir_plugin_info", "The live version of each plugin operator (always 1).",
 		[]string{"pipeline", "operator", "version", "sha256"}, nil)
 	descShadowRecords  = prometheus.NewDesc("weir_shadow_records_total", "Records a shadow plugin was given.", []string{"pipeline", "operator"}, nil)
 	descShadowDiverged = prometheus.NewDesc("weir_shadow_diverged_total", "Outputs where a shadow plugin and the live one differed.", []string{"pipeline", "operator"}, nil)
@@ -221,6 +267,7 @@ func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(*st.ConsumerLag), name)
 	}
 	ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(st.Checkpoints), name)
+	m.collectRestore(ch, st)
 	for _, ps := range m.p.Plugins() {
 		ch <- prometheus.MustNewConstMetric(descPlugin, prometheus.GaugeValue, 1, name, ps.Operator, strconv.Itoa(ps.Version), ps.SHA256)
 		ch <- prometheus.MustNewConstMetric(descReloads, prometheus.CounterValue, float64(ps.Reloads), name, ps.Operator, "swapped")
@@ -236,4 +283,22 @@ func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 	m.udfCall.Collect(ch)
 	m.swapPause.Collect(ch)
 	m.limitHits.Collect(ch)
+}
+
+// collectRestore sends the restore's metrics.
+func (m *pipelineMetrics) collectRestore(ch chan<- prometheus.Metric, st Stats) {
+	name := m.p.cfg.Name
+	restoring := 0.0
+	if st.State == StateRestoring {
+		restoring = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descRestoring, prometheus.GaugeValue, restoring, name)
+	if st.Restore == nil {
+		return
+	}
+	for _, t := range st.Restore.Tasks {
+		task := strconv.Itoa(t.Task)
+		ch <- prometheus.MustNewConstMetric(descRestoreDone, prometheus.GaugeValue, float64(t.Replayed), name, task)
+		ch <- prometheus.MustNewConstMetric(descRestoreLeft, prometheus.GaugeValue, float64(t.Left), name, task)
+	}
 }

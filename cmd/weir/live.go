@@ -153,8 +153,13 @@ func terminalWidth(w io.Writer) int {
 
 // statusText is one pipeline's part of the status line.
 func statusText(name string, st, prev host.Stats, secs float64) string {
-	if st.State == host.StateStandby {
+	switch {
+	case st.State == host.StateStandby:
 		return name + ": standby (another instance is active in the consumer group)"
+	case st.State == host.StateRestoring && st.Restore != nil:
+		r := st.Restore
+		return fmt.Sprintf("%s: restoring state from the changelog: %d records replayed, %d left over %d tasks, about %s to go",
+			name, r.Replayed, r.Left, len(r.Tasks), time.Duration(r.EtaSeconds*float64(time.Second)).Round(time.Second))
 	}
 	in, out, dead := totals(st)
 	pin, pout, _ := totals(prev)

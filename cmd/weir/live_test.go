@@ -28,6 +28,12 @@ func TestStatusText(t *testing.T) {
 	if got := statusText("s", host.Stats{State: host.StateStandby}, host.Stats{}, 1); !strings.HasPrefix(got, "s: standby") {
 		t.Errorf("standby status %q", got)
 	}
+	restoring := host.Stats{State: host.StateRestoring, Restore: &host.RestoreStats{
+		Tasks: make([]host.TaskRestore, 12), Replayed: 250_000, Left: 750_000, EtaSeconds: 6.2}}
+	if got, want := statusText("r", restoring, host.Stats{}, 1),
+		"r: restoring state from the changelog: 250000 records replayed, 750000 left over 12 tasks, about 6s to go"; got != want {
+		t.Errorf("restoring status %q, want %q", got, want)
+	}
 	if isTerminal(&strings.Builder{}) {
 		t.Error("a strings.Builder is not a terminal")
 	}

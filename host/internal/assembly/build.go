@@ -29,6 +29,9 @@ type Deps struct {
 	// OnStandby, if set, is called when the run starts waiting as a
 	// standby for another instance to leave its consumer group.
 	OnStandby func()
+	// OnRestore, if set, is told how far the state's restore from the
+	// changelog is, as it goes.
+	OnRestore func(kafka.ReplayProgress)
 }
 
 // EmbeddedBroker is a running embedded Kafka broker that pipelines share.

@@ -66,7 +66,7 @@ func benchRestore(b *testing.B, parts int32) {
 		b.StartTimer()
 		start := time.Now()
 		var meta Meta
-		res, err := replay(ctx, store, store, cc, "bench-changelog", &meta, quiet)
+		res, err := replay(ctx, store, store, cc, "bench-changelog", &meta, nil, quiet)
 		if err != nil {
 			b.Fatal(err)
 		}

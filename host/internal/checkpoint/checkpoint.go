@@ -77,6 +77,10 @@ type Setup struct {
 	Keyed    bool       // an operator keeps keyed state
 	// SyncOutputs is the run's engine's SyncOutputs.
 	SyncOutputs func(cp *engine.Checkpoint, exact bool) error
+	// OnRestore, when not nil, is told how far the state's restore from
+	// the changelog is as it goes (not a standby's catching up), from the
+	// goroutine calling Run.
+	OnRestore func(kafka.ReplayProgress)
 }
 
 // Run prepares a run's checkpoints, once its sources exist:
@@ -130,7 +134,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			return nil, close, err
 		}
 		start := time.Now()
-		res, err := replay(ctx, su.Store, cs, cc, c.ChangelogTopic, &meta, su.Logger)
+		res, err := replay(ctx, su.Store, cs, cc, c.ChangelogTopic, &meta, su.OnRestore, su.Logger)
 		if err != nil {
 			return nil, close, err
 		}
@@ -217,7 +221,7 @@ func (su Setup) lastCheckpoint(cs state.Checkpointer) (Meta, error) {
 // (meta) to the store, and adopts the last checkpoint marker it finds,
 // which is newer than the store's, recording it as the store's checkpoint
 // and in meta. A store that lost its directory replays everything.
-func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc kafka.ClientConfig, topic string, meta *Meta, log *slog.Logger) (kafka.ReplayResult, error) {
+func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc kafka.ClientConfig, topic string, meta *Meta, progress func(kafka.ReplayProgress), log *slog.Logger) (kafka.ReplayResult, error) {
 	var muts []state.Mutation
 	flush := func() error {
 		err := store.Apply(muts)
@@ -231,7 +235,7 @@ func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc ka
 			return flush()
 		}
 		return nil
-	}, log)
+	}, progress, log)
 	if err == nil {
 		err = flush()
 	}

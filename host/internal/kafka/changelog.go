@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -216,6 +217,42 @@ func (p *promises) done(_ *kgo.Record, err error) {
 	p.wg.Done()
 }
 
+// ReplayProgress is how far a Replay has come: per changelog partition
+// (task), the offsets read since it started and those left to its end
+// (records, less the transaction markers among them), and the time it
+// has taken.
+type ReplayProgress struct {
+	Tasks   []TaskProgress
+	Elapsed time.Duration
+}
+
+// TaskProgress is one changelog partition's part of a ReplayProgress.
+type TaskProgress struct {
+	Replayed, Left int64
+}
+
+// Totals sums the tasks' offsets replayed and left.
+func (p ReplayProgress) Totals() (replayed, left int64) {
+	for _, t := range p.Tasks {
+		replayed += t.Replayed
+		left += t.Left
+	}
+	return replayed, left
+}
+
+// ETA estimates the time left from the rate so far; 0 when nothing is
+// left or nothing was read yet.
+func (p ReplayProgress) ETA() time.Duration {
+	replayed, left := p.Totals()
+	if left == 0 || replayed == 0 {
+		return 0
+	}
+	return time.Duration(float64(p.Elapsed) * float64(left) / float64(replayed))
+}
+
+// replayLogEvery is how often a long replay logs its progress.
+const replayLogEvery = 5 * time.Second
+
 // ReplayResult is what Replay found.
 type ReplayResult struct {
 	// Next is, per partition, the offset after the last record read.
@@ -232,7 +269,11 @@ type ReplayResult struct {
 // each state record, in order within a partition. It reads a consistent
 // end: the last stable offsets when it starts, partition 0's first, so
 // that every change a marker there stands for is within the others' ends.
-func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, apply func(key, value []byte, deleted bool) error, log *slog.Logger) (ReplayResult, error) {
+//
+// progress, when not nil, is called before the first fetch and after each,
+// from the calling goroutine; a replay that takes longer than a few
+// seconds also logs its progress.
+func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger) (ReplayResult, error) {
 	var res ReplayResult
 	log = snkLogger(log)
 	rp, err := newReplay(ctx, cc, topic, from, log)
@@ -242,7 +283,20 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, ap
 	defer rp.cl.Close()
 	start := time.Now()
 	res.Next = rp.next
-	for !rp.done() {
+	logged := start
+	for {
+		pr := rp.progress(time.Since(start))
+		if progress != nil {
+			progress(pr)
+		}
+		if rp.done() {
+			break
+		}
+		if time.Since(logged) >= replayLogEvery {
+			logged = time.Now()
+			replayed, left := pr.Totals()
+			log.Info("replaying the changelog", "topic", topic, "replayed", replayed, "left", left, "eta", pr.ETA().Round(time.Second))
+		}
 		if err := rp.poll(ctx, &res, apply); err != nil {
 			return res, err
 		}
@@ -258,8 +312,18 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, ap
 type replayRun struct {
 	topic string
 	cl    *kgo.Client
+	from  []int64
 	end   []int64
 	next  []int64
+}
+
+// progress returns how far the replay is.
+func (rp *replayRun) progress(elapsed time.Duration) ReplayProgress {
+	pr := ReplayProgress{Tasks: make([]TaskProgress, len(rp.end)), Elapsed: elapsed}
+	for p := range rp.end {
+		pr.Tasks[p] = TaskProgress{Replayed: max(rp.next[p]-rp.from[p], 0), Left: max(rp.end[p]-rp.next[p], 0)}
+	}
+	return pr
 }
 
 // newReplay starts reading the changelog's partitions from from, or
@@ -286,6 +350,7 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 		}
 		at[int32(p)] = kgo.NewOffset().At(rp.next[p])
 	}
+	rp.from = slices.Clone(rp.next)
 	log.Debug("changelog: replaying", "topic", topic, "from", rp.next, "to", end)
 	// Control records (transaction markers) take offsets too; keeping them
 	// lets the replay see that it reached the end when one is last.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,6 +73,8 @@ func clWrite(t *testing.T, cl *Changelog, changes []clChange, meta string) []int
 // clReplay replays the changelog from from into a map.
 func clReplay(t *testing.T, cc ClientConfig, topic string, from []int64, into map[string]string) ReplayResult {
 	t.Helper()
+	var last ReplayProgress
+	calls := 0
 	res, err := Replay(context.Background(), cc, topic, from, func(k, v []byte, deleted bool) error {
 		if deleted {
 			delete(into, string(k))
@@ -79,9 +82,40 @@ func clReplay(t *testing.T, cc ClientConfig, topic string, from []int64, into ma
 			into[string(k)] = string(v)
 		}
 		return nil
+	}, func(p ReplayProgress) {
+		calls++
+		if r, _ := p.Totals(); len(last.Tasks) > 0 {
+			if r0, _ := last.Totals(); r < r0 {
+				t.Errorf("progress went back: %d offsets replayed after %d", r, r0)
+			}
+		}
+		last = p
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Next == nil {
+		if calls != 0 {
+			t.Errorf("a missing changelog reported progress %d times", calls)
+		}
+		return res
+	}
+	// The last report: nothing left, and every partition's offsets from
+	// where it started to its end.
+	if calls == 0 || len(last.Tasks) != len(res.Next) {
+		t.Fatalf("progress reported %d times, last with %d tasks, for %d partitions", calls, len(last.Tasks), len(res.Next))
+	}
+	for p, tp := range last.Tasks {
+		start := int64(0)
+		if p < len(from) {
+			start = from[p]
+		}
+		if tp.Left != 0 || tp.Replayed != res.Next[p]-start {
+			t.Errorf("task %d: last progress %+v, want %d replayed and none left", p, tp, res.Next[p]-start)
+		}
+	}
+	if last.ETA() != 0 {
+		t.Errorf("ETA %v with nothing left", last.ETA())
 	}
 	return res
 }
@@ -235,4 +269,26 @@ func clClient(t *testing.T, cc ClientConfig) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+func TestReplayProgressETA(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		p        ReplayProgress
+		replayed int64
+		left     int64
+		eta      time.Duration
+	}{
+		{"nothing read yet", ReplayProgress{Tasks: []TaskProgress{{0, 50}}, Elapsed: time.Second}, 0, 50, 0},
+		{"a quarter in 2 s", ReplayProgress{Tasks: []TaskProgress{{10, 30}, {0, 10}}, Elapsed: 2 * time.Second}, 10, 40, 8 * time.Second},
+		{"done", ReplayProgress{Tasks: []TaskProgress{{7, 0}, {3, 0}}, Elapsed: time.Second}, 10, 0, 0},
+		{"no tasks", ReplayProgress{}, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, l := tc.p.Totals()
+			if r != tc.replayed || l != tc.left || tc.p.ETA() != tc.eta {
+				t.Errorf("Totals() = %d, %d, ETA() = %v; want %d, %d, %v", r, l, tc.p.ETA(), tc.replayed, tc.left, tc.eta)
+			}
+		})
+	}
 }
