@@ -3,8 +3,10 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -420,33 +422,27 @@ func TestSinkMurmur2Placement(t *testing.T) {
 	// Partitions printed by a JVM (OpenJDK 17) running Kafka's
 	// Utils.murmur2, Utils.toPositive and BuiltInPartitioner.partitionForKey
 	// verbatim, for topics of 7 and 12 partitions.
-	known := []struct {
-		key      string
-		p7, p12  int32
-		javaHash int32
-	}{
-		{"21", 3, 0, -973932308},
-		{"foobar", 0, 6, -790332482},
-		{"abc", 4, 3, 479470107},
-		{"a-little-bit-long-string", 1, 8, -985981536},
-		{"a-little-bit-longer-string", 0, 11, -1486304829},
-		{"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", 3, 5, -58897971},
-		{"", 2, 9, 275646681},
-		{"user-1", 3, 8, 1404122828},
-		{"user-2", 0, 8, -324981792},
-		{"user-3", 0, 11, 1141442267},
-		{"order/42", 3, 10, 1289431762},
-		{"ключ", 4, 8, 2122343024},
-		{"\u00ff\u0000", 1, 0, 705667656},
+	b, err := os.ReadFile("../task/testdata/java-partitions.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var known []struct {
+		Key      string `json:"key"`
+		P7       int32  `json:"p7"`
+		P12      int32  `json:"p12"`
+		JavaHash int32  `json:"java_hash"`
+	}
+	if err := json.Unmarshal(b, &known); err != nil || len(known) == 0 {
+		t.Fatalf("java-partitions.json: %v (%d rows)", err, len(known))
 	}
 	want := map[string]map[string]int32{"p7": {}, "p12": {}} // topic → key → partition
 	var keys []string
 	for _, k := range known {
-		if h := snkJavaMurmur2([]byte(k.key)); h != k.javaHash {
-			t.Fatalf("snkJavaMurmur2(%q) = %d, Java says %d", k.key, h, k.javaHash)
+		if h := snkJavaMurmur2([]byte(k.Key)); h != k.JavaHash {
+			t.Fatalf("snkJavaMurmur2(%q) = %d, Java says %d", k.Key, h, k.JavaHash)
 		}
-		want["p7"][k.key], want["p12"][k.key] = k.p7, k.p12
-		keys = append(keys, k.key)
+		want["p7"][k.Key], want["p12"][k.Key] = k.P7, k.P12
+		keys = append(keys, k.Key)
 	}
 	for i := range 200 {
 		k := "key-" + strconv.Itoa(i)
