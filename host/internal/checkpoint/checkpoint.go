@@ -133,6 +133,9 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		if err := cl.EnsureTopic(ctx, su.inputTopics()); err != nil {
 			return nil, close, err
 		}
+		if err := meta.checkTasks(cl.Partitions(), c.ChangelogTopic); err != nil {
+			return nil, close, fmt.Errorf("%s: checkpoints: %w", c.Pos, err)
+		}
 		start := time.Now()
 		res, err := replay(ctx, su.Store, cs, cc, c.ChangelogTopic, &meta, su.OnRestore, su.Logger)
 		if err != nil {
@@ -158,6 +161,19 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		}
 	}
 	return settings, close, nil
+}
+
+// checkTasks fails when the store's checkpoint was taken while the
+// changelog had another number of partitions (tasks) than parts: a key's
+// changes go to its task's partition, so they would now be spread over
+// partitions that no replay can order.
+func (m Meta) checkTasks(parts int, topic string) error {
+	if n := len(m.Offsets()); n > 0 && n != parts {
+		return fmt.Errorf("the state's last checkpoint was taken when changelog topic %q had %d partitions, and it has %d now; "+
+			"a changelog's partitions cannot change (as with Kafka Streams): give the pipeline a new changelog_topic, or restore the topic's partitions",
+			topic, n, parts)
+	}
+	return nil
 }
 
 // inputTopics are the topics the Kafka sources name (not their patterns):

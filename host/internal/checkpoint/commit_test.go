@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -146,6 +147,31 @@ func TestMetaOffsets(t *testing.T) {
 			}
 			if got := m.Offsets(); !slices.Equal(got, tc.want) {
 				t.Errorf("Offsets() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMetaCheckTasks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		meta    Meta
+		parts   int
+		wantErr bool
+	}{
+		{"no checkpoint yet", Meta{}, 12, false},
+		{"same partitions", Meta{ChangelogOffsets: []int64{1, 2, 3}}, 3, false},
+		{"one partition, as recorded before tasks", Meta{ChangelogNext: 9}, 1, false},
+		{"partitions added", Meta{ChangelogOffsets: []int64{1, 2}}, 4, true},
+		{"partitions added to a one-partition changelog", Meta{ChangelogNext: 9}, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.meta.checkTasks(tc.parts, "p-changelog")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("checkTasks(%d) = %v, want an error: %v", tc.parts, err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "cannot change") {
+				t.Errorf("the error does not say what to do: %v", err)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 //	state put     key = state key        value = 'v' value
 //	state delete  key = state key        value = null
 //	marker        key = ChangelogMarker  value = 'm' metadata
+//	                                     header weir-tasks = partitions
 //
 // The markers are written once every change of the checkpoint is
 // acknowledged, so a marker in partition 0 says that the checkpoint's
@@ -40,6 +42,14 @@ import (
 // replay sees. A changelog made when it had one partition keeps working:
 // its one task holds every key.
 const ChangelogMarker = "\x00\x00weir-checkpoint"
+
+// changelogTasksHeader is the marker header that records how many
+// partitions (tasks) the changelog had when the marker was written. A
+// key's changes are in its task's partition, so a changelog whose
+// partitions changed since would hold one key's changes in two partitions,
+// in no order a replay could restore; Replay refuses it. Markers without
+// the header come from changelogs of one partition.
+const changelogTasksHeader = "weir-tasks"
 
 // Changelog writes and replays a changelog topic. Write is called by one
 // goroutine at a time, after EnsureTopic; Replay may run before it.
@@ -179,9 +189,10 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 	}
 	next = make([]int64, c.parts)
 	value := append([]byte{'m'}, meta...)
+	tasks := []kgo.RecordHeader{{Key: changelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}}
 	for part := range c.parts {
 		p.wg.Add(1)
-		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(part), Key: []byte(ChangelogMarker), Value: value},
+		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(part), Key: []byte(ChangelogMarker), Value: value, Headers: tasks},
 			func(r *kgo.Record, err error) {
 				if err == nil {
 					next[r.Partition] = r.Offset + 1
@@ -396,6 +407,27 @@ func changelogEnds(ctx context.Context, adm *kadm.Client, topic string) ([]int64
 	return end, nil
 }
 
+// checkTasks fails when marker r was written while the changelog had
+// another number of partitions than it has now.
+func (rp *replayRun) checkTasks(r *kgo.Record) error {
+	was := 1
+	for _, h := range r.Headers {
+		if h.Key == changelogTasksHeader {
+			n, err := strconv.Atoi(string(h.Value))
+			if err != nil || n < 1 {
+				return fmt.Errorf("malformed %s header %q", changelogTasksHeader, h.Value)
+			}
+			was = n
+		}
+	}
+	if was != len(rp.end) {
+		return fmt.Errorf("this checkpoint was written when the changelog had %d partitions, and it has %d now: "+
+			"a key's changes go to the partition of its task, so they are now spread over partitions that a replay cannot order; "+
+			"a changelog's partitions cannot change (as with Kafka Streams): give the pipeline a new changelog_topic, or restore the topic's partitions", was, len(rp.end))
+	}
+	return nil
+}
+
 // done reports whether every partition is read to its end.
 func (rp *replayRun) done() bool {
 	for p, e := range rp.end {
@@ -442,6 +474,9 @@ func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, va
 	case string(r.Key) == ChangelogMarker:
 		if len(r.Value) == 0 || r.Value[0] != 'm' {
 			return errors.New("malformed checkpoint marker")
+		}
+		if err := rp.checkTasks(r); err != nil {
+			return err
 		}
 		if r.Partition == 0 {
 			res.Meta = bytes.Clone(r.Value[1:])

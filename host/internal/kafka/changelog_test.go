@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,5 +291,31 @@ func TestReplayProgressETA(t *testing.T) {
 				t.Errorf("Totals() = %d, %d, ETA() = %v; want %d, %d, %v", r, l, tc.p.ETA(), tc.replayed, tc.left, tc.eta)
 			}
 		})
+	}
+}
+
+// TestChangelogPartitionsChanged: once a changelog's partitions grow, its
+// keys' old changes are in partitions their tasks no longer name, so a
+// replay fails, saying what to do, instead of restoring a wrong state.
+func TestChangelogPartitionsChanged(t *testing.T) {
+	t.Parallel()
+	cc := snkCluster(t, map[string]int32{"in": 2})
+	cl, err := NewChangelog(cc, "grown", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := context.Background()
+	if err := cl.EnsureTopic(ctx, []string{"in"}); err != nil {
+		t.Fatal(err)
+	}
+	clWrite(t, cl, clCheckpoints(rand.New(rand.NewPCG(1, 1)), 1, 50)[0], `{"epoch":1}`)
+	clReplay(t, cc, "grown", nil, map[string]string{})
+	if _, err := kadm.NewClient(clClient(t, cc)).CreatePartitions(ctx, 1, "grown"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(ctx, cc, "grown", nil, func([]byte, []byte, bool) error { return nil }, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "written when the changelog had 2 partitions, and it has 3 now") {
+		t.Fatalf("replaying a changelog whose partitions grew: %v", err)
 	}
 }
