@@ -31,9 +31,23 @@ race_only='github.com/weir-stream/weir/host/internal/engine'
 
 # -parallel 4: most parallel tests wait on child processes, group
 # sessions and deadlines rather than compute, so four at a time keep two
-# cores busy.
+# cores busy. For the same reason the race pass runs beside the main one,
+# its output held back until the main one is done, so that neither waits
+# for the other's slowest package.
+race_out=$(mktemp)
+go test -race -short -count=1 -parallel 4 -timeout 20m ./host/ ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/ >"$race_out" 2>&1 &
+race_pid=$!
+trap 'kill "$race_pid" 2>/dev/null; rm -f "$race_out"' EXIT
+
 echo "== go test"
-go test -count=1 -parallel 4 -timeout 20m "$@" $(go list ./... | grep -vxF "$race_only")
+main_status=0
+go test -count=1 -parallel 4 -timeout 20m "$@" $(go list ./... | grep -vxF "$race_only") || main_status=$?
 
 echo "== go test -race (the concurrent packages)"
-go test -race -short -count=1 -parallel 4 -timeout 20m ./host/ ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/
+race_status=0
+wait "$race_pid" || race_status=$?
+cat "$race_out"
+if [ "$main_status" -ne 0 ] || [ "$race_status" -ne 0 ]; then
+  echo "FAIL: go test exited $main_status, go test -race exited $race_status"
+  exit 1
+fi
