@@ -37,7 +37,7 @@ race_only='github.com/weir-stream/weir/host/internal/engine'
 race_out=$(mktemp)
 go test -race -short -count=1 -parallel 4 -timeout 20m ./host/ ./host/internal/engine/ ./host/internal/kafka/ ./host/internal/wasm/ ./state/ >"$race_out" 2>&1 &
 race_pid=$!
-trap 'kill "$race_pid" 2>/dev/null; rm -f "$race_out"' EXIT
+trap 'kill "$race_pid" 2>/dev/null || true; rm -f "$race_out"' EXIT
 
 echo "== go test"
 main_status=0
