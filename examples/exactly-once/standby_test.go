@@ -133,12 +133,22 @@ func TestStandbyTakesOver(t *testing.T) {
 	if err := <-standby.done; err != nil {
 		t.Errorf("the standby did not stop cleanly: %v", err)
 	}
-	// Taking over, it replays only what came after its last look.
+	// Taking over, it replays only what came after its last look: far
+	// less than the changelog holds.
 	logText, _ := os.ReadFile(standby.log)
+	total := changelogChanges(t, b.ListenAddrs())
 	if i := strings.Index(string(logText), `msg="state restored from the changelog"`); i >= 0 {
-		t.Logf("at the takeover: %s", strings.SplitN(string(logText[i:]), "\n", 2)[0])
+		line := strings.SplitN(string(logText[i:]), "\n", 2)[0]
+		var n int
+		if _, err := fmt.Sscanf(line[strings.Index(line, "changes="):], "changes=%d", &n); err != nil {
+			t.Fatalf("the restore line %q: %v", line, err)
+		}
+		t.Logf("at the takeover: %d of the changelog's %d state changes replayed: %s", n, total, line)
+		if n*4 > total {
+			t.Errorf("the standby replayed %d of the changelog's %d state changes at the takeover: more than its tail", n, total)
+		}
 	} else {
-		t.Log("at the takeover: nothing left to replay")
+		t.Logf("at the takeover: nothing left to replay of the changelog's %d state changes", total)
 	}
 	dup := checkResults(t, got, want, true)
 	t.Logf("%d results, %d windows, %d duplicates", len(got), len(want), dup)
