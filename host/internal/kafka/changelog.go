@@ -102,51 +102,110 @@ func (c *Changelog) Partitions() int { return c.parts }
 
 // EnsureTopic creates the topic, compacted, unless it exists, with one
 // partition per partition of the largest of inputs (the pipeline's input
-// topics; one if none of them exists yet). An existing topic keeps its
-// partitions: they are the run's tasks.
+// topics). Since a changelog's partitions cannot change, it waits, while
+// ctx lasts, for one of inputs to exist before it creates the topic (with
+// no inputs, one partition). An existing topic keeps its partitions:
+// they are the run's tasks.
 func (c *Changelog) EnsureTopic(ctx context.Context, inputs []string) error {
 	adm := kadm.NewClient(c.cl)
-	tasks, err := maxPartitions(ctx, adm, inputs)
-	if err != nil {
-		return fmt.Errorf("changelog: describing the input topics: %w", err)
-	}
-	compact := "compact"
-	_, err = adm.CreateTopic(ctx, int32(tasks), -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("changelog: creating topic %q: %w", c.topic, err)
-	}
-	td, err := adm.ListTopics(ctx, c.topic)
+	parts, err := topicPartitions(ctx, adm, c.topic)
 	if err != nil {
 		return fmt.Errorf("changelog: describing topic %q: %w", c.topic, err)
 	}
-	d, ok := td[c.topic]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return fmt.Errorf("changelog: topic %q cannot be described: %v", c.topic, d.Err)
+	if parts == 0 {
+		if parts, err = c.create(ctx, adm, inputs); err != nil {
+			return err
+		}
 	}
-	c.parts = len(d.Partitions)
-	if c.parts != tasks {
-		c.log.Info("changelog: the topic keeps the partitions it was made with", "partitions", c.parts, "input_partitions", tasks)
+	c.parts = parts
+	if tasks, _, err := maxPartitions(ctx, adm, inputs); err == nil && tasks != parts {
+		c.log.Info("changelog: the topic keeps the partitions it was made with", "partitions", parts, "input_partitions", tasks)
 	}
 	return nil
 }
 
-// maxPartitions returns the partitions of the largest of topics, or 1 if
-// none exists.
-func maxPartitions(ctx context.Context, adm *kadm.Client, topics []string) (int, error) {
-	n := 1
-	if len(topics) == 0 {
-		return n, nil
+// changelogInputPoll is how often EnsureTopic looks for the input topics.
+const changelogInputPoll = time.Second
+
+// create creates the topic with as many partitions as the largest of
+// inputs, once one exists, and returns its partitions.
+func (c *Changelog) create(ctx context.Context, adm *kadm.Client, inputs []string) (int, error) {
+	tasks, warned := 1, false
+	for len(inputs) > 0 {
+		n, found, err := maxPartitions(ctx, adm, inputs)
+		if err != nil {
+			return 0, fmt.Errorf("changelog: describing the input topics: %w", err)
+		}
+		if found {
+			tasks = n
+			break
+		}
+		if !warned {
+			warned = true
+			c.log.Warn("changelog: waiting for an input topic to exist, so that the changelog gets a partition per input partition", "inputs", inputs)
+		}
+		select {
+		case <-time.After(changelogInputPoll):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("changelog: waiting for the input topics %v: %w", inputs, ctx.Err())
+		}
 	}
-	td, err := adm.ListTopics(ctx, topics...)
+	compact := "compact"
+	_, err := adm.CreateTopic(ctx, int32(tasks), -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
+	switch {
+	case err == nil:
+		return tasks, nil
+	case !errors.Is(err, kerr.TopicAlreadyExists):
+		return 0, fmt.Errorf("changelog: creating topic %q: %w", c.topic, err)
+	}
+	// Another instance made it first; the metadata may take a moment to
+	// show it.
+	for {
+		parts, err := topicPartitions(ctx, adm, c.topic)
+		if err != nil || parts > 0 {
+			return parts, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, fmt.Errorf("changelog: describing topic %q: %w", c.topic, ctx.Err())
+		}
+	}
+}
+
+// topicPartitions returns topic's partitions, or 0 if it does not exist.
+func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
+	td, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		return 0, err
 	}
+	d, ok := td[topic]
+	switch {
+	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return 0, nil
+	case d.Err != nil:
+		return 0, d.Err
+	}
+	return len(d.Partitions), nil
+}
+
+// maxPartitions returns the partitions of the largest of topics (1 if
+// none exists), and whether any exists.
+func maxPartitions(ctx context.Context, adm *kadm.Client, topics []string) (n int, found bool, err error) {
+	n = 1
+	if len(topics) == 0 {
+		return n, false, nil
+	}
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return 0, false, err
+	}
 	for _, d := range td {
-		if d.Err == nil {
-			n = max(n, len(d.Partitions))
+		if d.Err == nil && len(d.Partitions) > 0 {
+			n, found = max(n, len(d.Partitions)), true
 		}
 	}
-	return n, nil
+	return n, found, nil
 }
 
 // partition returns the changelog partition of a state key: its record

@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/task"
 	"github.com/weir-stream/weir/state"
 )
@@ -317,5 +320,50 @@ func TestChangelogPartitionsChanged(t *testing.T) {
 	_, err = Replay(ctx, cc, "grown", nil, func([]byte, []byte, bool) error { return nil }, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "written when the changelog had 2 partitions, and it has 3 now") {
 		t.Fatalf("replaying a changelog whose partitions grew: %v", err)
+	}
+}
+
+// TestChangelogWaitsForItsInput: a changelog whose input topics do not
+// exist yet is not made with a partition count that could never change;
+// it waits, saying so, until an input exists, and takes its partitions.
+// Stopped while waiting, it says what it waited for.
+func TestChangelogWaitsForItsInput(t *testing.T) {
+	t.Parallel()
+	cc := snkCluster(t, map[string]int32{"unrelated": 1})
+	var logs srcLogBuffer
+	cl, err := NewChangelog(cc, "late-changelog", nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	done := make(chan error, 1)
+	go func() { done <- cl.EnsureTopic(context.Background(), []string{"late"}) }()
+	weirtest.PollUntil(t, 10*time.Second, "the wait for the input to be logged", func() bool {
+		return strings.Contains(logs.String(), "waiting for an input topic to exist")
+	})
+	if _, err := kadm.NewClient(clClient(t, cc)).CreateTopic(context.Background(), 3, -1, nil, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if cl.Partitions() != 3 {
+		t.Errorf("the changelog has %d partitions, want the late input's 3", cl.Partitions())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var otherLogs srcLogBuffer
+	other, err := NewChangelog(cc, "never-changelog", nil, slog.New(slog.NewTextHandler(&otherLogs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	go func() { done <- other.EnsureTopic(ctx, []string{"never"}) }()
+	weirtest.PollUntil(t, 10*time.Second, "the second wait to be logged", func() bool {
+		return strings.Contains(otherLogs.String(), "waiting for an input topic to exist")
+	})
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "[never]") {
+		t.Errorf("stopped while waiting: %v", err)
 	}
 }
