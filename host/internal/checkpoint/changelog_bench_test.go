@@ -66,7 +66,7 @@ func benchRestore(b *testing.B, parts int32) {
 		b.StartTimer()
 		start := time.Now()
 		var meta Meta
-		res, err := replay(ctx, store, store, cc, "bench-changelog", &meta, nil, quiet)
+		res, err := restorer{store: store, cs: store, cc: cc, topic: "bench-changelog", log: quiet}.replay(ctx, &meta)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +138,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			return nil, close, fmt.Errorf("%s: checkpoints: %w", c.Pos, err)
 		}
 		start := time.Now()
-		res, err := replay(ctx, su.Store, cs, cc, c.ChangelogTopic, &meta, su.OnRestore, su.Logger)
+		res, err := su.restorer(cs, su.OnRestore).replay(ctx, &meta)
 		if err != nil {
 			return nil, close, err
 		}
@@ -174,6 +175,12 @@ func (m Meta) checkTasks(parts int, topic string) error {
 			topic, n, parts)
 	}
 	return nil
+}
+
+// restorer returns the run's restorer, reporting to progress.
+func (su Setup) restorer(cs state.Checkpointer, progress func(kafka.ReplayProgress)) restorer {
+	return restorer{store: su.Store, cs: cs, cc: su.Kafka, topic: su.Config.Checkpoints.ChangelogTopic,
+		exactlyOnce: su.Config.Checkpoints.Delivery == config.ExactlyOnce, progress: progress, log: su.Logger}
 }
 
 // inputTopics are the topics the Kafka sources name (not their patterns):
@@ -233,43 +240,125 @@ func (su Setup) lastCheckpoint(cs state.Checkpointer) (Meta, error) {
 	return meta, nil
 }
 
+// restorer applies a changelog to a store: the restore at a start and a
+// standby's looks. It is a plain value, used by one goroutine at a time.
+type restorer struct {
+	store state.Store
+	cs    state.Checkpointer
+	cc    kafka.ClientConfig
+	topic string
+	// exactlyOnce: the changelog's checkpoints commit in Kafka
+	// transactions, whose commit a reader may see reach one partition
+	// before another; replay then waits for it to reach them all.
+	exactlyOnce bool
+	progress    func(kafka.ReplayProgress) // nil for none
+	log         *slog.Logger
+}
+
+// markerWait bounds how long replay waits for a checkpoint's commit to
+// reach every changelog partition; the coordinator writes the commit
+// markers within milliseconds.
+const markerWait = 2 * time.Second
+
 // replay applies the changelog topic after the store's last checkpoint
-// (meta) to the store, and adopts the last checkpoint marker it finds,
-// which is newer than the store's, recording it as the store's checkpoint
-// and in meta. A store that lost its directory replays everything.
-func replay(ctx context.Context, store state.Store, cs state.Checkpointer, cc kafka.ClientConfig, topic string, meta *Meta, progress func(kafka.ReplayProgress), log *slog.Logger) (kafka.ReplayResult, error) {
+// (meta) to the store, and adopts the last checkpoint marker it finds in
+// partition 0, which is newer than the store's, recording it as the
+// store's checkpoint and in meta. A store that lost its directory replays
+// everything. Exactly once, it adopts the marker only once every
+// partition shows it (or markerWait has passed), reading on meanwhile, so
+// that the state it records holds all of the checkpoint's changes.
+func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, error) {
+	var total kafka.ReplayResult
+	var seen [][]byte // per partition, the last marker seen
+	deadline := time.Now().Add(markerWait)
+	for from := meta.Offsets(); ; from = total.Next {
+		res, err := r.pass(ctx, from)
+		if err != nil {
+			return total, err
+		}
+		total.Changes += res.Changes
+		if total.Next = res.Next; res.Next == nil {
+			return total, nil // no changelog yet
+		}
+		if res.Meta != nil {
+			total.Meta = res.Meta
+		}
+		seen = seenMarkers(seen, res.Markers, meta.Engine)
+		if total.Meta == nil {
+			return total, nil // nothing new
+		}
+		if !r.exactlyOnce || allMarkers(seen, total.Meta) || time.Now().After(deadline) {
+			break
+		}
+		r.log.Debug("changelog: waiting for the checkpoint's commit to reach every partition")
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return total, ctx.Err()
+		}
+	}
+	if r.exactlyOnce && !allMarkers(seen, total.Meta) {
+		r.log.Warn("changelog: the last checkpoint's commit had not reached every partition; adopting it anyway", "waited", markerWait)
+	}
+	*meta = Meta{Engine: total.Meta, ChangelogOffsets: total.Next}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return total, err
+	}
+	if err := r.cs.Checkpoint(b); err != nil {
+		return total, fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
+	}
+	return total, nil
+}
+
+// pass applies the changelog from from to its current end.
+func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, error) {
 	var muts []state.Mutation
 	flush := func() error {
-		err := store.Apply(muts)
+		err := r.store.Apply(muts)
 		clear(muts)
 		muts = muts[:0]
 		return err
 	}
-	res, err := kafka.Replay(ctx, cc, topic, meta.Offsets(), func(k, v []byte, deleted bool) error {
+	res, err := kafka.Replay(ctx, r.cc, r.topic, from, func(k, v []byte, deleted bool) error {
 		muts = append(muts, state.Mutation{Key: k, Value: v, Delete: deleted})
 		if len(muts) == 1024 {
 			return flush()
 		}
 		return nil
-	}, progress, log)
+	}, r.progress, r.log)
 	if err == nil {
 		err = flush()
 	}
 	if err != nil {
 		return res, fmt.Errorf("checkpoints: restoring state from the changelog: %w", err)
 	}
-	if res.Meta == nil {
-		return res, nil
-	}
-	*meta = Meta{Engine: res.Meta, ChangelogOffsets: res.Next}
-	b, err := json.Marshal(meta)
-	if err != nil {
-		return res, err
-	}
-	if err := cs.Checkpoint(b); err != nil {
-		return res, fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
-	}
 	return res, nil
+}
+
+// seenMarkers updates seen, per partition the last marker seen, with a
+// pass's markers; a partition with none yet starts at the store's own
+// checkpoint (current), whose marker every partition had.
+func seenMarkers(seen, markers [][]byte, current []byte) [][]byte {
+	for len(seen) < len(markers) {
+		seen = append(seen, current)
+	}
+	for p, m := range markers {
+		if m != nil {
+			seen[p] = m
+		}
+	}
+	return seen
+}
+
+// allMarkers reports whether every partition's last marker is m.
+func allMarkers(seen [][]byte, m []byte) bool {
+	for _, s := range seen {
+		if !bytes.Equal(s, m) {
+			return false
+		}
+	}
+	return len(seen) > 0
 }
 
 // Commit is engine.Checkpointing.Commit. Without a changelog the store

@@ -31,7 +31,7 @@ func (su Setup) WarmStandby() func(context.Context) {
 			meta, loaded = m, true
 		}
 		start := time.Now()
-		res, err := replay(ctx, su.Store, cs, su.Kafka, c.ChangelogTopic, &meta, nil, su.Logger)
+		res, err := su.restorer(cs, nil).replay(ctx, &meta)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			su.Logger.Warn("standby: applying the changelog failed; trying again", "error", err)

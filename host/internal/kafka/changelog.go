@@ -43,13 +43,13 @@ import (
 // its one task holds every key.
 const ChangelogMarker = "\x00\x00weir-checkpoint"
 
-// changelogTasksHeader is the marker header that records how many
+// ChangelogTasksHeader is the marker header that records how many
 // partitions (tasks) the changelog had when the marker was written. A
 // key's changes are in its task's partition, so a changelog whose
 // partitions changed since would hold one key's changes in two partitions,
 // in no order a replay could restore; Replay refuses it. Markers without
 // the header come from changelogs of one partition.
-const changelogTasksHeader = "weir-tasks"
+const ChangelogTasksHeader = "weir-tasks"
 
 // Changelog writes and replays a changelog topic. Write is called by one
 // goroutine at a time, after EnsureTopic; Replay may run before it.
@@ -248,7 +248,7 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 	}
 	next = make([]int64, c.parts)
 	value := append([]byte{'m'}, meta...)
-	tasks := []kgo.RecordHeader{{Key: changelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}}
+	tasks := []kgo.RecordHeader{{Key: ChangelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}}
 	for part := range c.parts {
 		p.wg.Add(1)
 		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(part), Key: []byte(ChangelogMarker), Value: value, Headers: tasks},
@@ -330,6 +330,11 @@ type ReplayResult struct {
 	// Meta is the metadata of partition 0's last marker, nil if no
 	// marker was read there.
 	Meta []byte
+	// Markers are, per partition, the metadata of the last marker read
+	// there, nil where none was. In an exactly-once run the markers of one
+	// checkpoint commit together, but a read_committed reader may see the
+	// commit reach one partition before another.
+	Markers [][]byte
 	// Changes counts the state records applied.
 	Changes int
 }
@@ -353,6 +358,7 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, ap
 	defer rp.cl.Close()
 	start := time.Now()
 	res.Next = rp.next
+	res.Markers = make([][]byte, len(rp.end))
 	logged := start
 	for {
 		pr := rp.progress(time.Since(start))
@@ -471,10 +477,10 @@ func changelogEnds(ctx context.Context, adm *kadm.Client, topic string) ([]int64
 func (rp *replayRun) checkTasks(r *kgo.Record) error {
 	was := 1
 	for _, h := range r.Headers {
-		if h.Key == changelogTasksHeader {
+		if h.Key == ChangelogTasksHeader {
 			n, err := strconv.Atoi(string(h.Value))
 			if err != nil || n < 1 {
-				return fmt.Errorf("malformed %s header %q", changelogTasksHeader, h.Value)
+				return fmt.Errorf("malformed %s header %q", ChangelogTasksHeader, h.Value)
 			}
 			was = n
 		}
@@ -537,8 +543,9 @@ func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, va
 		if err := rp.checkTasks(r); err != nil {
 			return err
 		}
+		res.Markers[r.Partition] = bytes.Clone(r.Value[1:])
 		if r.Partition == 0 {
-			res.Meta = bytes.Clone(r.Value[1:])
+			res.Meta = res.Markers[0]
 		}
 		return nil
 	case r.Value == nil:
