@@ -134,6 +134,14 @@ func crashRecovery(t *testing.T, mode string) {
 	}
 
 	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", p.done)
+	// At least once, the earlier runs may have written every result: the
+	// last one must have started, its signal handler in place, before it
+	// is asked to stop.
+	last := filepath.Join(dir, fmt.Sprintf("run-%d.log", runs))
+	weirtest.PollUntil(t, 30*time.Second, "the last run to start", func() bool {
+		b, _ := os.ReadFile(last)
+		return strings.Contains(string(b), `msg="pipeline started"`)
+	})
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
