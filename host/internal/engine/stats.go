@@ -44,7 +44,9 @@ func (c *liveCounts) add(in, out, dead int) {
 }
 
 func (c *liveCounts) counts(name string) Counts {
-	return Counts{Name: name, In: c.in.Load(), Out: c.out.Load(), Dead: c.dead.Load()}
+	// Out and Dead before In, so that they never show more than came in.
+	out, dead := c.out.Load(), c.dead.Load()
+	return Counts{Name: name, In: c.in.Load(), Out: out, Dead: dead}
 }
 
 // runStats are the counters of one run.
@@ -69,16 +71,21 @@ func newRunStats(p *Pipeline) *runStats {
 }
 
 // summary returns the counts as a Summary.
+//
+// It reads the counts downstream first, sinks before the last step and the
+// first step before the sources, so that a snapshot taken while records
+// flow never shows a stage ahead of the one before it.
 func (st *runStats) summary(p *Pipeline) Summary {
-	sum := Summary{DeadLetter: st.deadLetters.Load()}
-	for i, s := range p.Sources {
-		sum.Sources = append(sum.Sources, st.sources[i].counts(s.Name()))
-	}
-	for i, s := range p.Steps {
-		sum.Steps = append(sum.Steps, st.steps[i].counts(s.Name))
-	}
+	sum := Summary{DeadLetter: st.deadLetters.Load(),
+		Sources: make([]Counts, len(p.Sources)), Steps: make([]Counts, len(p.Steps)), Sinks: make([]Counts, len(p.Sinks))}
 	for i, s := range p.Sinks {
-		sum.Sinks = append(sum.Sinks, st.sinks[i].counts(s.Name()))
+		sum.Sinks[i] = st.sinks[i].counts(s.Name())
+	}
+	for i := len(p.Steps) - 1; i >= 0; i-- {
+		sum.Steps[i] = st.steps[i].counts(p.Steps[i].Name)
+	}
+	for i, s := range p.Sources {
+		sum.Sources[i] = st.sources[i].counts(s.Name())
 	}
 	return sum
 }
