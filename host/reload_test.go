@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,35 +20,13 @@ import (
 	"github.com/weir-stream/weir/host/plugintool"
 )
 
-// syncBuffer is a bytes.Buffer safe for a sink writing while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t := strings.TrimSpace(s.b.String())
-	if t == "" {
-		return nil
-	}
-	return strings.Split(t, "\n")
-}
-
 // reloadRig runs a pipeline whose stateful counter plugin is the file at
 // plugin, fed from a pipe, with two workers.
 type reloadRig struct {
 	t      *testing.T
 	p      *host.Pipeline
 	in     *io.PipeWriter
-	out    *syncBuffer
+	out    *weirtest.SyncBuffer
 	done   chan error
 	plugin string
 	sent   int
@@ -72,7 +48,7 @@ func startReloadRigWith(t *testing.T, first []byte, watch bool, before func(*hos
 func startRig(t *testing.T, first, shadow []byte, watch bool, before func(*host.Pipeline)) *reloadRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &reloadRig{t: t, out: &syncBuffer{}, done: make(chan error, 1), plugin: filepath.Join(dir, "count.wasm")}
+	r := &reloadRig{t: t, out: &weirtest.SyncBuffer{}, done: make(chan error, 1), plugin: filepath.Join(dir, "count.wasm")}
 	if err := os.WriteFile(r.plugin, first, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +104,8 @@ func (r *reloadRig) feed(n int) []string {
 		r.t.Fatal(err)
 	}
 	r.sent += n
-	weirtest.PollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", r.sent), func() bool { return len(r.out.lines()) >= r.sent })
-	lines := r.out.lines()
+	weirtest.PollUntil(r.t, 20*time.Second, fmt.Sprintf("%d results", r.sent), func() bool { return len(r.out.Lines()) >= r.sent })
+	lines := r.out.Lines()
 	return lines[len(lines)-n:]
 }
 
@@ -147,7 +123,7 @@ func (r *reloadRig) install(module []byte) error {
 func (r *reloadRig) checkCounts() {
 	r.t.Helper()
 	next := map[string]int{}
-	for _, l := range r.out.lines() {
+	for _, l := range r.out.Lines() {
 		var v struct {
 			Key   string
 			Count int
@@ -283,7 +259,7 @@ func TestHotReloadBrokenVersions(t *testing.T) {
 		io.WriteString(r.in, b.String())
 		weirtest.PollUntil(t, 20*time.Second, "version 1's results", func() bool {
 			n := 0
-			for _, l := range r.out.lines() {
+			for _, l := range r.out.Lines() {
 				if strings.HasPrefix(l, `{"key":"z`) {
 					n++
 				}
@@ -291,7 +267,7 @@ func TestHotReloadBrokenVersions(t *testing.T) {
 			return n == 10
 		})
 		for _, want := range []string{`{"key":"z0","count":5}`, `{"key":"z1","count":5}`} {
-			if !slices.Contains(r.out.lines(), want) {
+			if !slices.Contains(r.out.Lines(), want) {
 				t.Fatalf("no %s after the rollback", want)
 			}
 		}

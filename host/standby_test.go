@@ -52,7 +52,7 @@ sinks: [{name: out, type: discard}]
 		admin  string // base URL of its admin server
 	}
 	var insts [2]*instance
-	logs := &syncBuffer{}
+	logs := &weirtest.SyncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	var start sync.WaitGroup
 	start.Add(1)
@@ -141,7 +141,7 @@ sinks: [{name: out, type: discard}]
 	if code, body := weirtest.HTTPGet(t, standby.admin+"/readyz", ""); code != 503 || !strings.Contains(body, "is standby") {
 		t.Errorf("the standby's /readyz: %d %q, want 503 and that it is standby", code, body)
 	}
-	t.Logf("the instances raced at their first assignment: %v", strings.Contains(strings.Join(logs.lines(), "\n"), "giving way"))
+	t.Logf("the instances raced at their first assignment: %v", strings.Contains(strings.Join(logs.Lines(), "\n"), "giving way"))
 	active.cancel()
 	if err := <-active.done; err != nil {
 		t.Fatalf("the active instance: %v", err)

@@ -211,7 +211,7 @@ operators: [{name: price, type: table_join, topic: prices, field: item, into: pr
 sinks: [{name: out, type: stdout}]
 `)
 	pr, pw := io.Pipe()
-	out := &syncBuffer{}
+	out := &weirtest.SyncBuffer{}
 	ctx := context.Background()
 	p, err := host.Load(ctx, path, host.Options{Stdin: pr, Stdout: out, Broker: b})
 	if err != nil {
@@ -230,14 +230,14 @@ sinks: [{name: out, type: stdout}]
 	}
 	send(`{"item":"apple"}`)
 	send(`{"item":"pear"}`)
-	weirtest.PollUntil(t, 20*time.Second, "two priced records", func() bool { return len(out.lines()) == 2 })
+	weirtest.PollUntil(t, 20*time.Second, "two priced records", func() bool { return len(out.Lines()) == 2 })
 	produceTable(t, b, "prices", kv("pear", `0.8`), kv("apple", nil))
 	// The table follows the topic in the background: send until a record
 	// sees the new prices.
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(strings.Join(out.lines(), "\n"), `{"item":"pear","price":0.8}`) {
+	for !strings.Contains(strings.Join(out.Lines(), "\n"), `{"item":"pear","price":0.8}`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the new price never reached the join:\n%s", strings.Join(out.lines(), "\n"))
+			t.Fatalf("the new price never reached the join:\n%s", strings.Join(out.Lines(), "\n"))
 		}
 		send(`{"item":"pear"}`)
 		time.Sleep(20 * time.Millisecond)
@@ -247,7 +247,7 @@ sinks: [{name: out, type: stdout}]
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	lines := out.lines()
+	lines := out.Lines()
 	if lines[0] != `{"item":"apple","price":1.5}` || lines[1] != `{"item":"pear","price":null}` ||
 		lines[len(lines)-1] != `{"item":"apple","price":null}` {
 		t.Fatalf("output:\n%s", strings.Join(lines, "\n"))

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -189,7 +188,7 @@ type sandboxed struct {
 	dir    string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stderr *syncBuffer
+	stderr *weirtest.SyncBuffer
 	admin  string // the admin server's address
 }
 
@@ -207,7 +206,7 @@ func startSandboxed(t *testing.T, op, extra, local string) *sandboxed {
 			t.Fatal(err)
 		}
 	}
-	s := &sandboxed{t: t, dir: dir, stderr: new(syncBuffer), admin: freePort(t)}
+	s := &sandboxed{t: t, dir: dir, stderr: new(weirtest.SyncBuffer), admin: freePort(t)}
 	s.cmd = exec.Command(weirtest.Weir(t), "run", "--watch=false", "--status", "never", "--admin", s.admin, "pipeline.yaml", "healthy.yaml")
 	s.cmd.Dir = dir
 	s.cmd.Stderr = s.stderr
@@ -344,25 +343,6 @@ func copyModule(t *testing.T, from, to string) {
 	if err := os.Rename(to+".tmp", to); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a strings.Builder safe for a process's writes and the
-// test's reads at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestSandboxSignals sends SIGTERM while a plugin loops: with the default

@@ -23,23 +23,33 @@ func BenchmarkChangelogRestore(b *testing.B) {
 	}
 }
 
-func benchRestore(b *testing.B, parts int32) {
-	const keys, checkpoints = 1_000_000, 10
-	ctx := context.Background()
+// benchChangelog starts an embedded broker with an input topic of parts
+// partitions and returns a changelog made for it, both closed when b
+// ends.
+func benchChangelog(b *testing.B, parts int32) (kafka.ClientConfig, *kafka.Changelog) {
 	quiet := slog.New(slog.DiscardHandler)
 	br, err := kafka.StartBroker(kafka.BrokerConfig{Topics: map[string]int32{"bench-in": parts}, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer br.Close()
+	b.Cleanup(br.Close)
 	cc := kafka.ClientConfig{Brokers: br.Addrs()}
 	cl, err := kafka.NewChangelog(cc, "bench-changelog", nil, quiet)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cl.EnsureTopic(ctx, []string{"bench-in"}); err != nil {
+	b.Cleanup(cl.Close)
+	if err := cl.EnsureTopic(context.Background(), []string{"bench-in"}); err != nil {
 		b.Fatal(err)
 	}
+	return cc, cl
+}
+
+func benchRestore(b *testing.B, parts int32) {
+	const keys, checkpoints = 1_000_000, 10
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	cc, cl := benchChangelog(b, parts)
 	value := []byte(`{"sum":12345.5,"count":42,"window_start":1700000000000}`)
 	per := keys / checkpoints
 	for c := range checkpoints {
@@ -93,20 +103,7 @@ func BenchmarkChangelogWrite(b *testing.B) {
 	for _, parts := range []int32{1, 12} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			ctx := context.Background()
-			quiet := slog.New(slog.DiscardHandler)
-			br, err := kafka.StartBroker(kafka.BrokerConfig{Topics: map[string]int32{"bench-in": parts}, Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer br.Close()
-			cl, err := kafka.NewChangelog(kafka.ClientConfig{Brokers: br.Addrs()}, "bench-changelog", nil, quiet)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			if err := cl.EnsureTopic(ctx, []string{"bench-in"}); err != nil {
-				b.Fatal(err)
-			}
+			_, cl := benchChangelog(b, parts)
 			value := []byte(`{"sum":12345.5,"count":42,"window_start":1700000000000}`)
 			keys := make([][]byte, 1000)
 			for i := range keys {

@@ -1,12 +1,10 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +14,6 @@ import (
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/state"
 )
-
-// logBuffer is a log sink safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestReplayWaitsForEveryPartitionsMarker writes a checkpoint to a
 // two-partition changelog by hand the way a read_committed reader can
@@ -77,7 +57,7 @@ func TestReplayWaitsForEveryPartitionsMarker(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			var logs logBuffer
+			var logs weirtest.SyncBuffer
 			r := restorer{store: store, cs: store, cc: kafka.ClientConfig{Brokers: br.Addrs()}, topic: "cl",
 				exactlyOnce: exactlyOnce, log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 			var meta Meta

@@ -203,7 +203,7 @@ func TestBrokerDataDirPersists(t *testing.T) {
 	}
 	b.Close()
 
-	var logs srcLogBuffer
+	var logs weirtest.SyncBuffer
 	b2, err := StartBroker(BrokerConfig{
 		DataDir: dir,
 		Topics:  map[string]int32{"t": 4, "new": 3},

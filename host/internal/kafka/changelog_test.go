@@ -330,7 +330,7 @@ func TestChangelogPartitionsChanged(t *testing.T) {
 func TestChangelogWaitsForItsInput(t *testing.T) {
 	t.Parallel()
 	cc := snkCluster(t, map[string]int32{"unrelated": 1})
-	var logs srcLogBuffer
+	var logs weirtest.SyncBuffer
 	cl, err := NewChangelog(cc, "late-changelog", nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestChangelogWaitsForItsInput(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	var otherLogs srcLogBuffer
+	var otherLogs weirtest.SyncBuffer
 	other, err := NewChangelog(cc, "never-changelog", nil, slog.New(slog.NewTextHandler(&otherLogs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestSourceLogsWaitForEarlierMembers(t *testing.T) {
 	dead := sbMember(t, cc, "g", "in", "earlier-run", kgo.SessionTimeout(10*time.Second), kgo.RebalanceTimeout(10*time.Second))
 	dead.Close() // a static member does not leave
 
-	var logs srcLogBuffer
+	var logs weirtest.SyncBuffer
 	src := srcNewSource(t, cc, "g", "in", func(c *SourceConfig) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		c.SessionTimeout = 10 * time.Second
@@ -89,7 +89,7 @@ func TestGroupWaitReports(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs srcLogBuffer
+			var logs weirtest.SyncBuffer
 			instanceID := ""
 			if tc.without != "" {
 				instanceID = "me"

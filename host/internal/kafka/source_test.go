@@ -562,7 +562,7 @@ func TestSourceRevokeTimeout(t *testing.T) {
 		perPartition[r.Partition]++
 	}
 
-	var logs srcLogBuffer
+	var logs weirtest.SyncBuffer
 	srcA := srcNewSource(t, cc, "g", "events", func(c *SourceConfig) {
 		c.RevokeTimeout = 200 * time.Millisecond
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -658,28 +658,10 @@ func TestSourceStartPositions(t *testing.T) {
 	}
 }
 
-// srcLogBuffer collects log lines.
-type srcLogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *srcLogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *srcLogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestSourceWaitsForMissingTopic(t *testing.T) {
 	t.Parallel()
 	b, cc := srcBroker(t, nil)
-	var logs srcLogBuffer
+	var logs weirtest.SyncBuffer
 	src := srcNewSource(t, cc, "g", "later", func(c *SourceConfig) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
