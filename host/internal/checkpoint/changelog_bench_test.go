@@ -82,8 +82,8 @@ func benchRestore(b *testing.B, parts int32) {
 		}
 		took := time.Since(start)
 		b.StopTimer()
-		if res.Changes != keys || res.Meta == nil || len(res.Next) != int(parts) {
-			b.Fatalf("replayed %d changes (marker %v) from %d partitions, want %d from %d", res.Changes, res.Meta != nil, len(res.Next), keys, parts)
+		if res.Changes != keys || res.Meta() == nil || len(res.Next) != int(parts) {
+			b.Fatalf("replayed %d changes (marker %v) from %d partitions, want %d from %d", res.Changes, res.Meta() != nil, len(res.Next), keys, parts)
 		}
 		b.ReportMetric(took.Seconds(), "s/restore")
 		b.ReportMetric(float64(keys)/took.Seconds(), "keys/s")

@@ -142,7 +142,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		if err != nil {
 			return nil, close, err
 		}
-		if res.Changes > 0 || res.Meta != nil {
+		if res.Changes > 0 || res.Meta() != nil {
 			su.Logger.Info("state restored from the changelog",
 				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))
 		}
@@ -170,9 +170,8 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 // partitions that no replay can order.
 func (m Meta) checkTasks(parts int, topic string) error {
 	if n := len(m.Offsets()); n > 0 && n != parts {
-		return fmt.Errorf("the state's last checkpoint was taken when changelog topic %q had %d partitions, and it has %d now; "+
-			"a changelog's partitions cannot change (as with Kafka Streams): give the pipeline a new changelog_topic, or restore the topic's partitions",
-			topic, n, parts)
+		return fmt.Errorf("the state's last checkpoint was taken when changelog topic %q had %d partitions, and it has %d now; %s",
+			topic, n, parts, kafka.ChangelogPartitionsFixed)
 	}
 	return nil
 }
@@ -268,8 +267,7 @@ const markerWait = 2 * time.Second
 // partition shows it (or markerWait has passed), reading on meanwhile, so
 // that the state it records holds all of the checkpoint's changes.
 func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, error) {
-	var total kafka.ReplayResult
-	var seen [][]byte // per partition, the last marker seen
+	var total kafka.ReplayResult // Markers: the last of each partition over the passes
 	deadline := time.Now().Add(markerWait)
 	for from := meta.Offsets(); ; from = total.Next {
 		res, err := r.pass(ctx, from)
@@ -280,14 +278,11 @@ func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, e
 		if total.Next = res.Next; res.Next == nil {
 			return total, nil // no changelog yet
 		}
-		if res.Meta != nil {
-			total.Meta = res.Meta
-		}
-		seen = seenMarkers(seen, res.Markers, meta.Engine)
-		if total.Meta == nil {
+		total.Markers = lastMarkers(total.Markers, res.Markers)
+		if total.Meta() == nil {
 			return total, nil // nothing new
 		}
-		if !r.exactlyOnce || allMarkers(seen, total.Meta) || time.Now().After(deadline) {
+		if !r.exactlyOnce || allAt(total.Markers, meta.Engine, total.Meta()) || time.Now().After(deadline) {
 			break
 		}
 		r.log.Debug("changelog: waiting for the checkpoint's commit to reach every partition")
@@ -297,10 +292,10 @@ func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, e
 			return total, ctx.Err()
 		}
 	}
-	if r.exactlyOnce && !allMarkers(seen, total.Meta) {
+	if r.exactlyOnce && !allAt(total.Markers, meta.Engine, total.Meta()) {
 		r.log.Warn("changelog: the last checkpoint's commit had not reached every partition; adopting it anyway", "waited", markerWait)
 	}
-	*meta = Meta{Engine: total.Meta, ChangelogOffsets: total.Next}
+	*meta = Meta{Engine: total.Meta(), ChangelogOffsets: total.Next}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return total, err
@@ -336,29 +331,31 @@ func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, e
 	return res, nil
 }
 
-// seenMarkers updates seen, per partition the last marker seen, with a
-// pass's markers; a partition with none yet starts at the store's own
-// checkpoint (current), whose marker every partition had.
-func seenMarkers(seen, markers [][]byte, current []byte) [][]byte {
-	for len(seen) < len(markers) {
-		seen = append(seen, current)
-	}
+// lastMarkers updates last, per partition the last marker of the passes
+// so far, with a pass's markers.
+func lastMarkers(last, markers [][]byte) [][]byte {
+	last = append(last, make([][]byte, max(len(markers)-len(last), 0))...)
 	for p, m := range markers {
 		if m != nil {
-			seen[p] = m
+			last[p] = m
 		}
 	}
-	return seen
+	return last
 }
 
-// allMarkers reports whether every partition's last marker is m.
-func allMarkers(seen [][]byte, m []byte) bool {
-	for _, s := range seen {
+// allAt reports whether every partition's last marker is m; one without a
+// marker in the passes is still at the store's own checkpoint, current,
+// whose marker every partition had.
+func allAt(last [][]byte, current, m []byte) bool {
+	for _, s := range last {
+		if s == nil {
+			s = current
+		}
 		if !bytes.Equal(s, m) {
 			return false
 		}
 	}
-	return len(seen) > 0
+	return len(last) > 0
 }
 
 // Commit is engine.Checkpointing.Commit. Without a changelog the store

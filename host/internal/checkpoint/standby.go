@@ -36,7 +36,7 @@ func (su Setup) WarmStandby() func(context.Context) {
 		case err != nil && ctx.Err() == nil:
 			su.Logger.Warn("standby: applying the changelog failed; trying again", "error", err)
 		case err != nil:
-		case !announced && res.Meta != nil:
+		case !announced && res.Meta() != nil:
 			announced = true
 			su.Logger.Info("standby: keeping the state up to date from the changelog",
 				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))

@@ -51,6 +51,11 @@ const ChangelogMarker = "\x00\x00weir-checkpoint"
 // the header come from changelogs of one partition.
 const ChangelogTasksHeader = "weir-tasks"
 
+// ChangelogPartitionsFixed is what to do when a changelog's partitions
+// changed, for the errors that refuse such a changelog.
+const ChangelogPartitionsFixed = "a changelog's partitions cannot change (as with Kafka Streams): " +
+	"give the pipeline a new changelog_topic, or restore the topic's partitions"
+
 // Changelog writes and replays a changelog topic. Write is called by one
 // goroutine at a time, after EnsureTopic; Replay may run before it.
 type Changelog struct {
@@ -113,9 +118,8 @@ func (c *Changelog) EnsureTopic(ctx context.Context, inputs []string) error {
 		return fmt.Errorf("changelog: describing topic %q: %w", c.topic, err)
 	}
 	if parts == 0 {
-		if parts, err = c.create(ctx, adm, inputs); err != nil {
-			return err
-		}
+		c.parts, err = c.create(ctx, adm, inputs)
+		return err
 	}
 	c.parts = parts
 	if tasks, _, err := maxPartitions(ctx, adm, inputs); err == nil && tasks != parts {
@@ -227,7 +231,7 @@ func (c *Changelog) partition(key []byte) int32 {
 // transaction, written pending its commit). It returns, per partition,
 // the offset after the marker, where the next checkpoint's records begin.
 func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next []int64, err error) {
-	p := newPromises()
+	p := &promises{}
 	n := 0
 	err = each(func(key, value []byte, deleted bool) error {
 		r := &kgo.Record{Topic: c.topic, Partition: c.partition(key), Key: bytes.Clone(key)}
@@ -273,8 +277,6 @@ type promises struct {
 	mu  sync.Mutex
 	err error
 }
-
-func newPromises() *promises { return &promises{} }
 
 func (p *promises) done(_ *kgo.Record, err error) {
 	if err != nil {
@@ -327,9 +329,6 @@ const replayLogEvery = 5 * time.Second
 type ReplayResult struct {
 	// Next is, per partition, the offset after the last record read.
 	Next []int64
-	// Meta is the metadata of partition 0's last marker, nil if no
-	// marker was read there.
-	Meta []byte
 	// Markers are, per partition, the metadata of the last marker read
 	// there, nil where none was. In an exactly-once run the markers of one
 	// checkpoint commit together, but a read_committed reader may see the
@@ -337,6 +336,15 @@ type ReplayResult struct {
 	Markers [][]byte
 	// Changes counts the state records applied.
 	Changes int
+}
+
+// Meta returns the metadata of partition 0's last marker, the checkpoint
+// the replay reached, or nil if no marker was read there.
+func (r ReplayResult) Meta() []byte {
+	if len(r.Markers) == 0 {
+		return nil
+	}
+	return r.Markers[0]
 }
 
 // Replay reads every partition of the changelog, each from its offset in
@@ -377,7 +385,7 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, ap
 			return res, err
 		}
 	}
-	if res.Changes > 0 || res.Meta != nil {
+	if res.Changes > 0 || res.Meta() != nil {
 		log.Info("replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
 	}
 	return res, nil
@@ -409,16 +417,19 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 	if err != nil {
 		return nil, err
 	}
+	// Control records (transaction markers) take offsets too; keeping them
+	// lets the replay see that it reached the end when one is last.
+	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
 	end, err := changelogEnds(ctx, kadm.NewClient(cl), topic)
-	cl.Close()
 	if err != nil || end == nil {
+		cl.Close()
 		return nil, err
 	}
-	rp := &replayRun{topic: topic, end: end, next: make([]int64, len(end))}
+	rp := &replayRun{topic: topic, cl: cl, end: end, next: make([]int64, len(end))}
 	at := map[int32]kgo.Offset{}
 	for p := range end {
 		if p < len(from) {
@@ -428,13 +439,7 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 	}
 	rp.from = slices.Clone(rp.next)
 	log.Debug("changelog: replaying", "topic", topic, "from", rp.next, "to", end)
-	// Control records (transaction markers) take offsets too; keeping them
-	// lets the replay see that it reached the end when one is last.
-	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: at}))
-	if rp.cl, err = kgo.NewClient(opts...); err != nil {
-		return nil, err
-	}
+	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: at})
 	return rp, nil
 }
 
@@ -487,8 +492,8 @@ func (rp *replayRun) checkTasks(r *kgo.Record) error {
 	}
 	if was != len(rp.end) {
 		return fmt.Errorf("this checkpoint was written when the changelog had %d partitions, and it has %d now: "+
-			"a key's changes go to the partition of its task, so they are now spread over partitions that a replay cannot order; "+
-			"a changelog's partitions cannot change (as with Kafka Streams): give the pipeline a new changelog_topic, or restore the topic's partitions", was, len(rp.end))
+			"a key's changes go to the partition of its task, so they are now spread over partitions that a replay cannot order; %s",
+			was, len(rp.end), ChangelogPartitionsFixed)
 	}
 	return nil
 }
@@ -509,14 +514,8 @@ func (rp *replayRun) poll(ctx context.Context, res *ReplayResult, apply func(key
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var ferr error
-	fs.EachError(func(_ string, _ int32, err error) {
-		if ferr == nil {
-			ferr = err
-		}
-	})
-	if ferr != nil {
-		return fmt.Errorf("changelog %q: reading: %w", rp.topic, ferr)
+	if err := fs.Err(); err != nil {
+		return fmt.Errorf("changelog %q: reading: %w", rp.topic, err)
 	}
 	for it := fs.RecordIter(); !it.Done(); {
 		r := it.Next()
@@ -544,9 +543,6 @@ func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, va
 			return err
 		}
 		res.Markers[r.Partition] = bytes.Clone(r.Value[1:])
-		if r.Partition == 0 {
-			res.Meta = res.Markers[0]
-		}
 		return nil
 	case r.Value == nil:
 		res.Changes++

@@ -171,8 +171,8 @@ func TestChangelogTasks(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("a replay from the start rebuilt %d keys, the changes fold to %d", len(got), len(want))
 	}
-	if string(res.Meta) != `{"epoch":4}` || !slices.Equal(res.Next, nexts[3]) {
-		t.Errorf("replay ended at marker %s, offsets %v; want epoch 4 at %v", res.Meta, res.Next, nexts[3])
+	if string(res.Meta()) != `{"epoch":4}` || !slices.Equal(res.Next, nexts[3]) {
+		t.Errorf("replay ended at marker %s, offsets %v; want epoch 4 at %v", res.Meta(), res.Next, nexts[3])
 	}
 	// From the second checkpoint's offsets, onto its state.
 	res = clReplay(t, cc, "p-changelog", nexts[1], atSecond)
@@ -184,8 +184,8 @@ func TestChangelogTasks(t *testing.T) {
 	}
 	// Nothing new: nothing applied, the offsets stay.
 	res = clReplay(t, cc, "p-changelog", nexts[3], map[string]string{})
-	if res.Changes != 0 || res.Meta != nil || !slices.Equal(res.Next, nexts[3]) {
-		t.Errorf("a replay at the end applied %d changes, marker %s, offsets %v", res.Changes, res.Meta, res.Next)
+	if res.Changes != 0 || res.Meta() != nil || !slices.Equal(res.Next, nexts[3]) {
+		t.Errorf("a replay at the end applied %d changes, marker %s, offsets %v", res.Changes, res.Meta(), res.Next)
 	}
 }
 
@@ -227,8 +227,8 @@ func TestChangelogOnePartitionKept(t *testing.T) {
 	t.Parallel()
 	cc := snkCluster(t, map[string]int32{"in": 6, "old-changelog": 1})
 	res := clReplay(t, cc, "never-made", nil, map[string]string{})
-	if res.Changes != 0 || res.Meta != nil {
-		t.Errorf("a missing changelog replayed %d changes, marker %s", res.Changes, res.Meta)
+	if res.Changes != 0 || res.Meta() != nil {
+		t.Errorf("a missing changelog replayed %d changes, marker %s", res.Changes, res.Meta())
 	}
 	cl, err := NewChangelog(cc, "old-changelog", nil, nil)
 	if err != nil {
@@ -255,8 +255,8 @@ func TestChangelogOnePartitionKept(t *testing.T) {
 	}
 	clCheckPlacement(t, cc, "old-changelog", 1, 2)
 	got := map[string]string{}
-	if res := clReplay(t, cc, "old-changelog", []int64{0}, got); !maps.Equal(got, want) || string(res.Meta) != `{"epoch":2}` {
-		t.Errorf("replay rebuilt %d keys (want %d), marker %s", len(got), len(want), res.Meta)
+	if res := clReplay(t, cc, "old-changelog", []int64{0}, got); !maps.Equal(got, want) || string(res.Meta()) != `{"epoch":2}` {
+		t.Errorf("replay rebuilt %d keys (want %d), marker %s", len(got), len(want), res.Meta())
 	}
 }
 
