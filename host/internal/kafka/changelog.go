@@ -369,15 +369,15 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, ap
 	res.Markers = make([][]byte, len(rp.end))
 	logged := start
 	for {
-		pr := rp.progress(time.Since(start))
 		if progress != nil {
-			progress(pr)
+			progress(rp.progress(time.Since(start)))
 		}
 		if rp.done() {
 			break
 		}
 		if time.Since(logged) >= replayLogEvery {
 			logged = time.Now()
+			pr := rp.progress(time.Since(start))
 			replayed, left := pr.Totals()
 			log.Info("replaying the changelog", "topic", topic, "replayed", replayed, "left", left, "eta", pr.ETA().Round(time.Second))
 		}
