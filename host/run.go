@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/assembly"
@@ -66,12 +67,22 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		debug.SetMemoryLimit(l) // process-wide, as GOMEMLIMIT
 	}
 	var total Summary
+	carry := &assembly.Carry{}
+	defer func() {
+		if err := carry.Close(); err != nil {
+			p.opts.Logger.Warn("closing the Kafka source", "pipeline", p.cfg.Name, "error", err)
+		}
+	}()
 	for {
-		sum, err := p.runOnce(ctx)
+		sum, err := p.runOnce(ctx, carry, total)
 		total.add(sum)
 		switch {
 		case err == nil || ctx.Err() != nil:
 			return total, err
+		case errors.Is(err, kafka.ErrTasksChanged):
+			if rerr := p.resumeTasks(ctx, carry); rerr != nil {
+				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
+			}
 		case errors.Is(err, kafka.ErrNotSoleMember) && sum.untouched():
 			p.opts.Logger.Warn("another instance joined the consumer group at the same time; giving way and waiting as a standby",
 				"pipeline", p.cfg.Name, "error", err)
@@ -96,6 +107,26 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			return total, err
 		}
 	}
+}
+
+// resumeTasks gets a pipeline sharing its group by task ready to run
+// again after the group moved its tasks: the transaction aborted
+// (exactly once), the store rolled back to its last checkpoint, from
+// which the next run restores the tasks it owns now.
+func (p *Pipeline) resumeTasks(ctx context.Context, carry *assembly.Carry) error {
+	if err := carry.Resume(ctx); err != nil {
+		return err
+	}
+	b, ok := p.opts.Store.(*state.Badger)
+	if !ok {
+		return fmt.Errorf("the state store (%T) cannot roll back to its last checkpoint", p.opts.Store)
+	}
+	if err := b.Rollback(); err != nil {
+		return err
+	}
+	p.opts.Logger.Info("the consumer group moved tasks; rolled the state back to the last checkpoint and starting again for this instance's tasks",
+		"pipeline", p.cfg.Name)
+	return nil
 }
 
 // add adds the counts of another run of the same pipeline to s.
@@ -123,8 +154,8 @@ func (s Summary) untouched() bool {
 }
 
 // runOnce builds the pipeline and runs it once.
-func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
-	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger,
+func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Summary) (sum Summary, err error) {
+	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger, Carry: carry,
 		Stdin: p.opts.Stdin, Stdout: p.opts.Stdout, Stderr: p.opts.Stderr,
 		OnStandby: func() { p.runState.Store(StateStandby) }, OnRestore: p.onRestore}
 	if p.opts.Broker != nil {
@@ -146,7 +177,7 @@ func (p *Pipeline) runOnce(ctx context.Context) (sum Summary, err error) {
 	defer run.Close()
 	ep := run.Engine
 	ep.Observer = p.metrics
-	ri := &runInfo{ep: ep, sources: run.KafkaSources}
+	ri := &runInfo{ep: ep, sources: run.KafkaSources, tasks: run.Tasks, before: Summary{Stages: slices.Clone(before.Stages), DeadLetter: before.DeadLetter}}
 	p.run.Store(ri)
 	p.runState.Store(StateRunning)
 	defer func() {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,6 +36,10 @@ type Stats struct {
 	// (or, while State is "restoring", has come); nil if the pipeline has
 	// not restored any.
 	Restore *RestoreStats `json:"restore,omitempty"`
+	// Tasks are the tasks (input partitions) this instance's run owns,
+	// when the pipeline's instances share its consumer group by task;
+	// nil otherwise.
+	Tasks []int32 `json:"tasks,omitempty"`
 }
 
 // RestoreStats is how far a restore of the state from the changelog is:
@@ -90,6 +95,10 @@ const (
 type runInfo struct {
 	ep      *engine.Pipeline
 	sources []*kafka.Source
+	// before are the counts of the runs before this one in the same Run
+	// (a run started again in process), which the counters include.
+	before Summary
+	tasks  *kafka.Tasks // the run's, when it shares its group by task
 }
 
 // Stats returns the pipeline's live counts. It is safe to call from any
@@ -101,13 +110,20 @@ func (p *Pipeline) Stats() Stats {
 		return st
 	}
 	es := ri.ep.Stats()
-	st.Stages = p.stageCounts(es.Summary)
-	st.DeadLetter = es.DeadLetter
+	total := Summary{Stages: slices.Clone(ri.before.Stages), DeadLetter: ri.before.DeadLetter}
+	total.add(Summary{Stages: p.stageCounts(es.Summary), DeadLetter: es.DeadLetter})
+	st.Stages, st.DeadLetter = total.Stages, total.DeadLetter
 	if es.Watermark != engine.NoWatermark && es.Watermark != math.MaxInt64 {
 		wm := es.Watermark
 		st.Watermark = &wm
 	}
 	st.ConsumerLag = consumerLag(ri.sources)
+	if ri.tasks != nil {
+		st.Tasks = slices.Clone(ri.tasks.Begun())
+		if st.Tasks == nil {
+			st.Tasks = []int32{}
+		}
+	}
 	st.Checkpoints, st.LastCheckpoint = es.Checkpoints, es.LastCheckpoint
 	st.LastCheckpointPause = es.LastCheckpointPause.Seconds()
 	return st

@@ -159,8 +159,10 @@ func TestKafkaSIGTERMRestartLosesNothing(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	go func() { bufio.NewReader(stderr).WriteTo(os.Stderr) }()
-	// Signal as soon as the first records reach the output.
-	deadline := time.Now().Add(60 * time.Second)
+	// Signal as soon as the first records reach the output. The wait
+	// includes building and compiling the plugin, which a cold cache and
+	// a loaded machine can stretch to minutes.
+	deadline := time.Now().Add(3 * time.Minute)
 	for len(readTopic(t, brokers, "out", 20*time.Millisecond)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no progress before the signal")

@@ -270,17 +270,18 @@ func checkResults(t *testing.T, got []window, want map[string]window, exactlyOnc
 		}
 		seen[w.id()]++
 	}
-	missing := 0
+	var missing []string
 	for id := range want {
 		switch n := seen[id]; {
 		case n == 0:
-			missing++
+			missing = append(missing, id)
 		case n > 1:
 			dup += n - 1
 		}
 	}
-	if missing > 0 {
-		t.Errorf("%d of %d windows missing", missing, len(want))
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		t.Errorf("%d of %d windows missing, such as %v", len(missing), len(want), missing[:min(len(missing), 8)])
 	}
 	if exactlyOnce && dup > 0 {
 		t.Errorf("%d duplicate results", dup)
@@ -365,7 +366,7 @@ func (w window) add(k window, v int64) window {
 // consumeUntil reads the results, read_committed, until there are results
 // for n distinct windows; exactly once, it then reads on for a while to
 // catch any more.
-func consumeUntil(t *testing.T, addrs []string, n int, settle bool, exited chan error) []window {
+func consumeUntil(t testing.TB, addrs []string, n int, settle bool, exited chan error) []window {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics("sums"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

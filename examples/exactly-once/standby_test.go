@@ -30,7 +30,14 @@ type weirProc struct {
 // startWeir runs weir run pipeline.yaml with env, logging to dir/name.log.
 func startWeir(t *testing.T, dir, name string, env []string) *weirProc {
 	t.Helper()
-	cmd := exec.Command(weirtest.Weir(t), "run", "--log-level", "debug", "pipeline.yaml")
+	return startPipeline(t, dir, name, env, "pipeline.yaml")
+}
+
+// startPipeline runs weir run with args (the pipeline file, and any
+// flags) and env, logging to dir/name.log.
+func startPipeline(t testing.TB, dir, name string, env []string, args ...string) *weirProc {
+	t.Helper()
+	cmd := exec.Command(weirtest.Weir(t), append([]string{"run", "--log-level", "debug"}, args...)...)
 	cmd.Env = env
 	p := &weirProc{cmd: cmd, log: filepath.Join(dir, name+".log"), done: make(chan error, 1)}
 	logf, err := os.Create(p.log)

@@ -32,6 +32,10 @@ type Deps struct {
 	// OnRestore, if set, is told how far the state's restore from the
 	// changelog is, as it goes.
 	OnRestore func(kafka.ReplayProgress)
+	// Carry is what the pipeline's runs hand on to one another when its
+	// instances share their consumer group by task; a pipeline keeps one
+	// for all its runs. Nil: no run shares by task.
+	Carry *Carry
 }
 
 // EmbeddedBroker is a running embedded Kafka broker that pipelines share.
@@ -46,7 +50,10 @@ type EmbeddedBroker interface {
 type Run struct {
 	Engine       *engine.Pipeline
 	KafkaSources []*kafka.Source
-	stops        []func() // closed in reverse order
+	// Tasks are the tasks the run owns, when the pipeline's instances
+	// share its consumer group by task; nil otherwise.
+	Tasks *kafka.Tasks
+	stops []func() // closed in reverse order
 }
 
 // Close releases what the run opened for itself: tables, the changelog's
@@ -69,6 +76,10 @@ type builder struct {
 	// decision of the run (standby, changelog, routing), even if a plugin
 	// reload changes a plugin's answer meanwhile.
 	keyed bool
+	// byTask: the instances share their consumer group by task
+	// (sharesByTask); resumed: a run before this one left its source in
+	// Carry.
+	byTask, resumed bool
 }
 
 // Build assembles one run of the pipeline: it connects to Kafka (or starts
@@ -87,6 +98,9 @@ func Build(ctx context.Context, d Deps) (_ *Run, err error) {
 			b.run.Close()
 		}
 	}()
+	if err := b.decideTasks(); err != nil {
+		return nil, err
+	}
 	if cfg.UsesKafka() {
 		if err := b.kafkaClient(ctx); err != nil {
 			return nil, err

@@ -105,7 +105,7 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 	c := &b.Config.Checkpoints
 	var txn *kafka.TxnConfig
 	if c.Enabled && c.Delivery == config.ExactlyOnce {
-		txn = &kafka.TxnConfig{ID: transactionalID(b.Config, s, b.keyed), Timeout: max(time.Minute, 2*c.Interval)}
+		txn = &kafka.TxnConfig{ID: transactionalID(b.Config, s, b.keyed && !b.byTask), Timeout: txnTimeout(c.Interval, b.byTask)}
 		for i := range b.Config.Sinks {
 			// The transaction's producer takes the first Kafka sink's settings.
 			if k := &b.Config.Sinks[i]; k.Type == config.SinkKafka {
@@ -118,7 +118,8 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 		Name: s.Name, Client: b.cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
 		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: b.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
-		SessionTimeout: s.SessionTimeout, Exclusive: b.keyed, PositionsFromGroup: !b.keyed,
+		SessionTimeout: s.SessionTimeout, Exclusive: b.keyed && !b.byTask, PositionsFromGroup: !b.keyed,
+		Tasks: b.taskSet(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
@@ -126,17 +127,30 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 	return src, nil
 }
 
+// txnTimeout is how long the brokers let a transaction stay open: a
+// minute, or two checkpoint intervals if longer. Instances sharing their
+// group by task get Kafka Streams' 10 seconds instead: a crashed
+// instance's open transaction holds back every read_committed reader of
+// the partitions it wrote, the new owners of its tasks included, until
+// the brokers abort it.
+func txnTimeout(interval time.Duration, byTask bool) time.Duration {
+	if byTask {
+		return max(10*time.Second, 2*interval)
+	}
+	return max(time.Minute, 2*interval)
+}
+
 // transactionalID returns the transactional id of an exactly-once run
-// reading the Kafka source s. A pipeline with keyed state runs one active
-// instance, and its standbys share its id, so that one taking over fences
-// the one it replaces. The instances of a pipeline without keyed state run
+// reading the Kafka source s. A pipeline with keyed state that runs one
+// active instance (one) has its standbys share its id, so that one taking
+// over fences the one it replaces. The instances of other pipelines run
 // side by side, so by default each gets its own id: the pipeline's, then
 // the source's instance_id or, without one, the host name. Restarted with
 // the same suffix, an instance fences its predecessor; two instances on
 // one host need their own instance_id.
-func transactionalID(cfg *config.Pipeline, s *config.Source, keyed bool) string {
+func transactionalID(cfg *config.Pipeline, s *config.Source, one bool) string {
 	c := &cfg.Checkpoints
-	if !c.DefaultTransactionalID || keyed {
+	if !c.DefaultTransactionalID || one {
 		return c.TransactionalID
 	}
 	suffix := s.InstanceID

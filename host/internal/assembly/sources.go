@@ -5,6 +5,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/nexmark"
 )
 
@@ -17,11 +18,21 @@ func (b *builder) sources(context.Context) error {
 			b.run.Engine.Sources = append(b.run.Engine.Sources, b.source(s))
 			continue
 		}
-		src, err := b.kafkaSource(s)
+		var src *kafka.Source
+		var err error
+		if b.byTask {
+			src, err = b.taskSource(s)
+		} else {
+			src, err = b.kafkaSource(s)
+		}
 		if err != nil {
 			return err
 		}
-		b.run.Engine.Sources = append(b.run.Engine.Sources, src)
+		if b.byTask {
+			b.run.Engine.Sources = append(b.run.Engine.Sources, keptSource{src})
+		} else {
+			b.run.Engine.Sources = append(b.run.Engine.Sources, src)
+		}
 		b.run.KafkaSources = append(b.run.KafkaSources, src)
 		b.kafkaRun = true
 		if t := src.Txn(); t != nil {

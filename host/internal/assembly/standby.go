@@ -19,7 +19,7 @@ import (
 // state, checkpointed or not, scale out: their instances share the
 // group's partitions, and the group's offsets are their positions.
 func (b *builder) awaitSoleMember(ctx context.Context) error {
-	if !b.keyed {
+	if !b.keyed || b.byTask {
 		return nil
 	}
 	warm := b.checkpointSetup().WarmStandby()
@@ -42,7 +42,8 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 // checkpointSetup is what the run's checkpoints are set up from.
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
-		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore}
+		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore,
+		Tasks: b.taskSet(), Resumed: b.resumed}
 }
 
 // checkpoints brings the state to the last checkpoint and sets up the
@@ -54,5 +55,19 @@ func (b *builder) checkpoints(ctx context.Context) error {
 	}
 	b.run.Engine.Checkpointing = ck
 	b.run.stops = append(b.run.stops, closeChangelog)
+	if t := b.taskSet(); t != nil {
+		b.run.Tasks = t
+		if t.Count() > 1 {
+			b.run.Engine.OwnsKey = t.OwnsKey()
+		}
+	}
 	return nil
+}
+
+// taskSet returns the tasks of a run sharing its group by task, or nil.
+func (b *builder) taskSet() *kafka.Tasks {
+	if !b.byTask {
+		return nil
+	}
+	return b.Carry.tasks
 }

@@ -61,7 +61,7 @@ func benchRestore(b *testing.B, parts int32) {
 			}
 			return nil
 		}
-		if _, err := cl.Write(ctx, each, []byte(`{"epoch":1}`)); err != nil {
+		if _, _, err := cl.Write(ctx, each, []byte(`{"epoch":1}`), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,7 +118,7 @@ func BenchmarkChangelogWrite(b *testing.B) {
 				return nil
 			}
 			for b.Loop() {
-				if _, err := cl.Write(ctx, each, []byte(`{"epoch":1}`)); err != nil {
+				if _, _, err := cl.Write(ctx, each, []byte(`{"epoch":1}`), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
@@ -53,6 +54,14 @@ type Coordinator struct {
 	// is set, records their lengths in cp: the engine's SyncOutputs.
 	SyncOutputs func(cp *engine.Checkpoint, exact bool) error
 	Logger      *slog.Logger // with the pipeline's name
+	// Tasks, for a run sharing its group by task, is the set of tasks it
+	// owns: each checkpoint writes only theirs, and fails with
+	// kafka.ErrTasksChanged once the group moved tasks.
+	Tasks *kafka.Tasks
+	// offsets are, per changelog partition, where the store's state of
+	// its task stands (Meta.ChangelogOffsets), kept from one checkpoint
+	// to the next.
+	offsets []int64
 }
 
 // Txn is the Kafka transaction of an exactly-once run (*kafka.Txn).
@@ -64,7 +73,7 @@ type Txn interface {
 // Changelog is the topic a keyed-state run logs its store's changes and
 // checkpoint markers to (*kafka.Changelog).
 type Changelog interface {
-	Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next []int64, err error)
+	Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte, owned []int32) (next []int64, skipped int, err error)
 }
 
 // Setup is what a run's checkpoints are set up from.
@@ -82,6 +91,14 @@ type Setup struct {
 	// the changelog is as it goes (not a standby's catching up), from the
 	// goroutine calling Run.
 	OnRestore func(kafka.ReplayProgress)
+	// Tasks, when not nil, makes the run share its consumer group by
+	// task (see tasks.go): it restores and writes only the changelog
+	// partitions of the tasks it owns.
+	Tasks *kafka.Tasks
+	// Resumed: the run continues in process after one the group's moving
+	// of tasks ended, with the same transactional producer, which is not
+	// fenced again.
+	Resumed bool
 }
 
 // Run prepares a run's checkpoints, once its sources exist:
@@ -107,7 +124,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 	if ck.ExactFiles, err = su.exactFiles(); err != nil {
 		return nil, close, err
 	}
-	if txn != nil {
+	if txn != nil && !su.Resumed {
 		if err := txn.Fence(ctx); err != nil {
 			return nil, close, err
 		}
@@ -138,10 +155,19 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			return nil, close, fmt.Errorf("%s: checkpoints: %w", c.Pos, err)
 		}
 		start := time.Now()
-		res, err := su.restorer(cs, su.OnRestore).replay(ctx, &meta)
+		r := su.restorer(cs, su.OnRestore)
+		var res kafka.ReplayResult
+		if su.Tasks != nil {
+			su.Tasks.SetCount(cl.Partitions())
+			ck.Tasks = su.Tasks
+			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
+		} else {
+			res, err = r.replay(ctx, &meta)
+		}
 		if err != nil {
 			return nil, close, err
 		}
+		ck.offsets = append(meta.Offsets(), make([]int64, max(cl.Partitions()-len(meta.Offsets()), 0))...)
 		if res.Changes > 0 || res.Meta() != nil {
 			su.Logger.Info("state restored from the changelog",
 				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))
@@ -251,6 +277,7 @@ type restorer struct {
 	// before another; replay then waits for it to reach them all.
 	exactlyOnce bool
 	progress    func(kafka.ReplayProgress) // nil for none
+	only        []int32                    // the tasks of a run sharing its group by task, or nil for every one
 	log         *slog.Logger
 }
 
@@ -315,7 +342,7 @@ func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, e
 		muts = muts[:0]
 		return err
 	}
-	res, err := kafka.Replay(ctx, r.cc, r.topic, from, func(k, v []byte, deleted bool) error {
+	res, err := kafka.Replay(ctx, r.cc, r.topic, from, r.only, func(k, v []byte, deleted bool) error {
 		muts = append(muts, state.Mutation{Key: k, Value: v, Delete: deleted})
 		if len(muts) == 1024 {
 			return flush()
@@ -415,12 +442,26 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 		ck.Logger.Debug("checkpoint", "epoch", cp.Epoch, "took", time.Since(start))
 		return nil
 	}
+	var owned []int32
+	if ck.Tasks != nil {
+		var ok bool
+		if owned, ok = ck.Tasks.Hold(); !ok {
+			return fmt.Errorf("checkpoint: %w", kafka.ErrTasksChanged)
+		}
+		defer ck.Tasks.Release()
+		if owned == nil {
+			owned = []int32{}
+		}
+	}
 	if err := ck.Store.Prepare(b); err != nil {
 		return err
 	}
-	next, err := ck.Changelog.Write(ctx, ck.Store.Changes, em)
+	next, skipped, err := ck.Changelog.Write(ctx, ck.Store.Changes, em, owned)
 	if err != nil {
 		return err
+	}
+	if skipped > 0 {
+		ck.Logger.Warn("checkpoint: changes of keys whose tasks another instance owns were not written to the changelog", "changes", skipped)
 	}
 	if ck.Txn != nil {
 		if err := ck.Txn.Commit(ctx); err != nil {
@@ -430,7 +471,13 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 			return err
 		}
 	}
-	meta.ChangelogOffsets = next
+	ck.offsets = append(ck.offsets, make([]int64, max(len(next)-len(ck.offsets), 0))...)
+	for p, n := range next {
+		if n >= 0 {
+			ck.offsets[p] = n
+		}
+	}
+	meta.ChangelogOffsets = slices.Clone(ck.offsets)
 	b, _ = json.Marshal(meta)
 	if err := ck.Store.Commit(b); err != nil {
 		return err

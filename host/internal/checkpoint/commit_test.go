@@ -51,11 +51,11 @@ func (s *fakeStore) Changes(fn func(key, value []byte, deleted bool) error) erro
 // fakeChangelog writes nothing and ends at offsets 42 and 7.
 type fakeChangelog struct{ log *calls }
 
-func (c fakeChangelog) Write(_ context.Context, each func(yield func(key, value []byte, deleted bool) error) error, _ []byte) ([]int64, error) {
+func (c fakeChangelog) Write(_ context.Context, each func(yield func(key, value []byte, deleted bool) error) error, _ []byte, _ []int32) ([]int64, int, error) {
 	n := 0
 	err := each(func([]byte, []byte, bool) error { n++; return nil })
 	c.log.add("changelog.write %d", n)
-	return []int64{42, 7}, err
+	return []int64{42, 7}, 0, err
 }
 
 // fakeTxn fails its commit with commitErr.

@@ -72,6 +72,10 @@ type Pipeline struct {
 	Checkpointing *Checkpointing
 	// Observer, if set, is told of batches and checkpoints.
 	Observer Observer
+	// OwnsKey, if set, says which record keys' state this instance owns
+	// (a run sharing its consumer group by task): operators restore and
+	// clean up only those (KeyOwner).
+	OwnsKey func(key []byte) bool
 
 	stats atomic.Pointer[runStats] // the current or last run's, for Stats
 }
@@ -152,7 +156,7 @@ func (p *Pipeline) closeOutputs() []error {
 func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm int64) error {
 	for _, s := range segs {
 		for w, ops := range s.ops {
-			owns := owner{w, par}.owns
+			owns := owner{w, par, p.OwnsKey}.owns
 			for j, op := range ops {
 				r, ok := op.(Restorer)
 				if !ok {
@@ -175,12 +179,17 @@ func (p *Pipeline) watermarkInterval() time.Duration {
 }
 
 // owner is one worker of a segment, which owns the record keys routed to
-// it.
-type owner struct{ w, par int }
+// it, of the tasks the instance owns (tasks nil: every key).
+type owner struct {
+	w, par int
+	tasks  func(key []byte) bool
+}
 
 type ownerKey struct{}
 
-func (o owner) owns(key []byte) bool { return int(hashKey(key)%uint32(o.par)) == o.w }
+func (o owner) owns(key []byte) bool {
+	return int(hashKey(key)%uint32(o.par)) == o.w && (o.tasks == nil || o.tasks(key))
+}
 
 // KeyOwner returns, given the context Step.New was called with, whether a
 // record key is routed to the worker the operator instance runs on: what

@@ -156,7 +156,7 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		segs = append(segs, s)
 		for w := range par {
 			s.in[w] = make(chan *piece, depth)
-			wctx := context.WithValue(ctx, ownerKey{}, owner{w, par})
+			wctx := context.WithValue(ctx, ownerKey{}, owner{w, par, p.OwnsKey})
 			for j := first; j < end; j++ {
 				op, err := p.Steps[j].New(wctx)
 				if err != nil {

@@ -230,11 +230,23 @@ func (c *Changelog) partition(key []byte) int32 {
 // waits until the markers are acknowledged too (written, or, in a
 // transaction, written pending its commit). It returns, per partition,
 // the offset after the marker, where the next checkpoint's records begin.
-func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte) (next []int64, err error) {
+//
+// With owned not nil (an instance sharing its group by task), only the
+// changes of owned tasks and their markers are written; the other
+// partitions' offsets are returned as -1, and Write counts the changes it
+// left out (keys of tasks another instance owns, which this one must not
+// write) in skipped.
+func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte, owned []int32) (next []int64, skipped int, err error) {
+	writes := c.writeMask(owned)
 	p := &promises{}
 	n := 0
 	err = each(func(key, value []byte, deleted bool) error {
-		r := &kgo.Record{Topic: c.topic, Partition: c.partition(key), Key: bytes.Clone(key)}
+		part := c.partition(key)
+		if !writes[part] {
+			skipped++
+			return nil
+		}
+		r := &kgo.Record{Topic: c.topic, Partition: part, Key: bytes.Clone(key)}
 		if !deleted {
 			r.Value = append([]byte{'v'}, value...)
 		}
@@ -245,15 +257,19 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 	})
 	p.wg.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("changelog: listing changes: %w", err)
+		return nil, skipped, fmt.Errorf("changelog: listing changes: %w", err)
 	}
 	if p.err != nil {
-		return nil, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, c.txn.explain(p.err))
+		return nil, skipped, fmt.Errorf("changelog: writing %d changes to %q: %w", n, c.topic, c.txn.explain(p.err))
 	}
 	next = make([]int64, c.parts)
 	value := append([]byte{'m'}, meta...)
 	tasks := []kgo.RecordHeader{{Key: ChangelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}}
 	for part := range c.parts {
+		if !writes[part] {
+			next[part] = -1
+			continue
+		}
 		p.wg.Add(1)
 		c.cl.Produce(ctx, &kgo.Record{Topic: c.topic, Partition: int32(part), Key: []byte(ChangelogMarker), Value: value, Headers: tasks},
 			func(r *kgo.Record, err error) {
@@ -265,9 +281,24 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 	}
 	p.wg.Wait()
 	if p.err != nil {
-		return nil, fmt.Errorf("changelog: writing the checkpoint's markers to %q: %w", c.topic, c.txn.explain(p.err))
+		return nil, skipped, fmt.Errorf("changelog: writing the checkpoint's markers to %q: %w", c.topic, c.txn.explain(p.err))
 	}
-	return next, nil
+	return next, skipped, nil
+}
+
+// writeMask returns, by partition, whether Write writes there: every
+// partition when owned is nil, else the owned ones.
+func (c *Changelog) writeMask(owned []int32) []bool {
+	m := make([]bool, c.parts)
+	for p := range m {
+		m[p] = owned == nil
+	}
+	for _, p := range owned {
+		if int(p) < c.parts {
+			m[p] = true
+		}
+	}
+	return m
 }
 
 // promises counts produced records until they are acknowledged, keeping
@@ -353,13 +384,16 @@ func (r ReplayResult) Meta() []byte {
 // end: the last stable offsets when it starts, partition 0's first, so
 // that every change a marker there stands for is within the others' ends.
 //
+// With only not nil (an instance sharing its group by task), it reads
+// only those partitions, its tasks'; the others' Next is their from.
+//
 // progress, when not nil, is called before the first fetch and after each,
 // from the calling goroutine; a replay that takes longer than a few
 // seconds also logs its progress.
-func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger) (ReplayResult, error) {
+func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger) (ReplayResult, error) {
 	var res ReplayResult
 	log = snkLogger(log)
-	rp, err := newReplay(ctx, cc, topic, from, log)
+	rp, err := newReplay(ctx, cc, topic, from, only, log)
 	if err != nil || rp == nil {
 		return res, err
 	}
@@ -412,7 +446,7 @@ func (rp *replayRun) progress(elapsed time.Duration) ReplayProgress {
 
 // newReplay starts reading the changelog's partitions from from, or
 // returns nil if the topic does not exist yet.
-func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64, log *slog.Logger) (*replayRun, error) {
+func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, log *slog.Logger) (*replayRun, error) {
 	opts, err := cc.Opts()
 	if err != nil {
 		return nil, err
@@ -433,7 +467,11 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 	at := map[int32]kgo.Offset{}
 	for p := range end {
 		if p < len(from) {
-			rp.next[p] = from[p]
+			rp.next[p] = max(from[p], 0)
+		}
+		if only != nil && !slices.Contains(only, int32(p)) {
+			end[p] = rp.next[p] // another instance's task: not read
+			continue
 		}
 		at[int32(p)] = kgo.NewOffset().At(rp.next[p])
 	}

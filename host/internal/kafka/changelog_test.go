@@ -60,14 +60,14 @@ func clCheckpoints(rng *rand.Rand, checkpoints, perCheckpoint int) [][]clChange 
 // clWrite writes one checkpoint's changes with meta.
 func clWrite(t *testing.T, cl *Changelog, changes []clChange, meta string) []int64 {
 	t.Helper()
-	next, err := cl.Write(context.Background(), func(yield func(key, value []byte, deleted bool) error) error {
+	next, _, err := cl.Write(context.Background(), func(yield func(key, value []byte, deleted bool) error) error {
 		for _, c := range changes {
 			if err := yield(c.key, c.value, c.deleted); err != nil {
 				return err
 			}
 		}
 		return nil
-	}, []byte(meta))
+	}, []byte(meta), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func clReplay(t *testing.T, cc ClientConfig, topic string, from []int64, into ma
 	t.Helper()
 	var last ReplayProgress
 	calls := 0
-	res, err := Replay(context.Background(), cc, topic, from, func(k, v []byte, deleted bool) error {
+	res, err := Replay(context.Background(), cc, topic, from, nil, func(k, v []byte, deleted bool) error {
 		if deleted {
 			delete(into, string(k))
 		} else {
@@ -317,7 +317,7 @@ func TestChangelogPartitionsChanged(t *testing.T) {
 	if _, err := kadm.NewClient(clClient(t, cc)).CreatePartitions(ctx, 1, "grown"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Replay(ctx, cc, "grown", nil, func([]byte, []byte, bool) error { return nil }, nil, nil)
+	_, err = Replay(ctx, cc, "grown", nil, nil, func([]byte, []byte, bool) error { return nil }, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "written when the changelog had 2 partitions, and it has 3 now") {
 		t.Fatalf("replaying a changelog whose partitions grew: %v", err)
 	}
@@ -365,5 +365,78 @@ func TestChangelogWaitsForItsInput(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "[never]") {
 		t.Errorf("stopped while waiting: %v", err)
+	}
+}
+
+// TestChangelogOwnedTasks writes checkpoints as an instance owning some
+// of the tasks: only their changes and markers reach the changelog, the
+// other partitions' offsets come back as -1 and their changes are
+// counted as skipped, and a replay of the owned tasks alone rebuilds
+// exactly their keys.
+func TestChangelogOwnedTasks(t *testing.T) {
+	t.Parallel()
+	const parts = 4
+	cc := snkCluster(t, map[string]int32{"in": parts})
+	ctx := context.Background()
+	cl, err := NewChangelog(cc, "owned-changelog", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.EnsureTopic(ctx, []string{"in"}); err != nil {
+		t.Fatal(err)
+	}
+	owned := []int32{1, 3}
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d", seed)
+	want := map[string]string{}
+	for i, cp := range clCheckpoints(rand.New(rand.NewPCG(seed, 4)), 3, 500) {
+		foreign := 0
+		next, skipped, err := cl.Write(ctx, func(yield func(key, value []byte, deleted bool) error) error {
+			for _, c := range cp {
+				if !slices.Contains(owned, cl.partition(c.key)) {
+					foreign++
+				} else if c.deleted {
+					delete(want, string(c.key))
+				} else {
+					want[string(c.key)] = string(c.value)
+				}
+				if err := yield(c.key, c.value, c.deleted); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, fmt.Appendf(nil, `{"epoch":%d}`, i+1), owned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if skipped != foreign {
+			t.Errorf("checkpoint %d: %d changes skipped, want the %d of tasks not owned", i+1, skipped, foreign)
+		}
+		for p, n := range next {
+			if mine := slices.Contains(owned, int32(p)); mine != (n >= 0) {
+				t.Errorf("checkpoint %d: partition %d's offset %d; owned %v", i+1, p, n, mine)
+			}
+		}
+	}
+	got := map[string]string{}
+	res, err := Replay(ctx, cc, "owned-changelog", nil, owned, func(k, v []byte, deleted bool) error {
+		if deleted {
+			delete(got, string(k))
+		} else {
+			got[string(k)] = string(v)
+		}
+		return nil
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("a replay of the owned tasks rebuilt %d keys, want %d", len(got), len(want))
+	}
+	for p, m := range res.Markers {
+		if mine := slices.Contains(owned, int32(p)); mine != (string(m) == `{"epoch":3}`) {
+			t.Errorf("partition %d's last marker %q; owned %v", p, m, mine)
+		}
 	}
 }

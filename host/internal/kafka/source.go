@@ -174,6 +174,12 @@ type SourceConfig struct {
 	// another member is there, Run returns ErrNotSoleMember before handing
 	// out any record.
 	Exclusive bool
+	// Tasks, when set, makes the source share its group by task, for a
+	// pipeline with keyed state (see Tasks): its rebalance callbacks move
+	// Tasks, a move ends Run with ErrTasksChanged, Run may then be called
+	// again for the run built anew, and a record whose key's task is
+	// another instance's goes to the dead-letter output.
+	Tasks *Tasks
 	// Txn, when set, makes the source exactly-once (it implies
 	// Checkpointed): it consumes read_committed through a transactional
 	// client (see Txn), whose transactions commit the group's offsets, and
@@ -266,16 +272,24 @@ type Source struct {
 
 	// Checkpoints (source_checkpoint.go): restore holds a checkpoint's
 	// offsets, where the partitions it covers start (adjustOffsets); it is
-	// written by Restore before Run and read after restored is closed.
+	// written by Restore before Run and read after the run's gate is
+	// open. gate is replaced (guarded by mu) when a Run of a source
+	// sharing its group by task ends, for the next run's Restore.
 	checkpointed bool
 	txn          *Txn
 	restore      map[srcTP]int64
-	restored     chan struct{}
-	restoreOnce  sync.Once
+	gate         *restoreGate
+	tasks        *Tasks // SourceConfig.Tasks
+	runs         int    // Runs begun (owned by Run's goroutine)
 
 	// lag is, per partition, the records after the last one polled, as of
 	// the fetch that brought it (guarded by mu).
 	lag map[srcTP]int64
+	// firstPolled is, for a source sharing its group by task, the offset
+	// of the first record polled of each partition since it was assigned
+	// (guarded by mu): where a rolled back run rewinds a partition that
+	// no checkpoint or commit covers.
+	firstPolled map[srcTP]int64
 	// held is the partitions the group assigns the source now (guarded by
 	// mu): none before it joins, or while other members hold them all.
 	held           map[srcTP]struct{}
@@ -413,7 +427,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		exclusive:      cfg.Exclusive,
 		fromGroup:      cfg.PositionsFromGroup,
 		instanceID:     cfg.InstanceID,
-		restored:       make(chan struct{}),
+		gate:           newRestoreGate(),
+		tasks:          cfg.Tasks,
 		held:           make(map[srcTP]struct{}),
 		gotParts:       make(chan struct{}, 1),
 		sessionTimeout: cfg.SessionTimeout,
@@ -456,7 +471,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		if err != nil {
 			return fail("%v", err)
 		}
-		s.txn = &Txn{id: cfg.Txn.ID, sess: sess, cl: sess.Client(), manual: manual, log: s.log}
+		s.txn = &Txn{id: cfg.Txn.ID, timeout: srcOr(cfg.Txn.Timeout, time.Minute), sess: sess, cl: sess.Client(), manual: manual, log: s.log}
 		s.cl = s.txn.cl
 	} else if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return fail("%v", err)
@@ -489,14 +504,21 @@ func (s *Source) Name() string { return s.name }
 // and retried by the client). It must be called once.
 func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if !s.ran.CompareAndSwap(false, true) {
-		return fmt.Errorf("kafka source %q: Run called twice", s.name)
+		return fmt.Errorf("kafka source %q: Run called while running, or again for a source that does not share its group by task", s.name)
+	}
+	if s.tasks != nil {
+		defer s.endTaskRun()
 	}
 	s.restoreDone() // no Restore before Run: the group's offsets stand
+	s.runs++
+	if s.runs > 1 {
+		s.rewind()
+	}
 	if s.topics != nil {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
 	s.bg.Go(func() { s.watchAssignment(ctx) })
-	r := &sourceRun{s: s, out: out, last: -1}
+	r := &sourceRun{s: s, out: out, last: -1, owned: s.ownedTasks()}
 	stopWatch := context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	defer stopWatch()
 	if s.stopAtEnd {
@@ -533,6 +555,7 @@ type sourceRun struct {
 	last    int       // index in open of the previous record's partition
 	hdrs    []record.Header
 	lastErr string // the last poll error logged, not to repeat it
+	owned   []bool // sharing by task: the tasks this run owns (ownedTasks)
 	stopped atomic.Bool
 }
 
@@ -545,6 +568,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		// not committed and will be read again.
 		return true, r.finish()
 	}
+	s.notePolled(fs)
 	if err := r.takeAssignment(); err != nil {
 		return true, err
 	}
@@ -586,6 +610,10 @@ func (r *sourceRun) takeAssignment() error {
 	if notSole != nil {
 		s.cl.AllowRebalance()
 		return notSole
+	}
+	if s.tasks != nil && s.tasks.Moved() {
+		s.cl.AllowRebalance()
+		return fmt.Errorf("kafka source %q: %w", s.name, ErrTasksChanged)
 	}
 	for _, tp := range announce {
 		if err := r.out.Announce(tp.topic, tp.partition); err != nil {
@@ -661,7 +689,10 @@ func (r *sourceRun) hand(kr *kgo.Record) error {
 		rec.Headers = r.hdrs
 	}
 	if r.s.format == FormatJSON && !wjson.Valid(kr.Value) {
-		return r.dead(rec, kr)
+		return r.dead(rec, kr, fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value)))
+	}
+	if reason := r.foreignTask(kr); reason != "" {
+		return r.dead(rec, kr, reason)
 	}
 	if err := r.out.Add(rec); err != nil {
 		return err
@@ -673,11 +704,10 @@ func (r *sourceRun) hand(kr *kgo.Record) error {
 	return nil
 }
 
-// dead hands out rec's dead letter: its value is not JSON.
-func (r *sourceRun) dead(rec record.Record, kr *kgo.Record) error {
+// dead hands out rec's dead letter, for reason.
+func (r *sourceRun) dead(rec record.Record, kr *kgo.Record, reason string) error {
 	// Out.Dead keeps the header slice: give it its own.
 	rec.Headers = slices.Clone(rec.Headers)
-	reason := fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value))
 	// Out.Dead sends the batch when its dead letters fill it; we see
 	// that as Pending dropping to zero, which is only unambiguous when
 	// the batch holds records. Otherwise, send the batch ourselves so
@@ -930,7 +960,6 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 		s.checkSole(ctx, cl)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for topic, parts := range assigned {
 		for _, p := range parts {
 			s.assigned = append(s.assigned, srcTP{topic, p})
@@ -941,6 +970,8 @@ func (s *Source) onAssigned(ctx context.Context, cl *kgo.Client, assigned map[st
 	case s.gotParts <- struct{}{}:
 	default:
 	}
+	s.mu.Unlock()
+	s.moveTasks()
 }
 
 // checkSole checks, at an exclusive source's first assignment, that no
@@ -980,6 +1011,7 @@ func (s *Source) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		s.commitMu.Lock()
 		defer s.commitMu.Unlock()
 		s.release(revoked)
+		s.moveTasks()
 		return
 	}
 	if n := s.waitInflight(revoked); n > 0 {
@@ -1006,6 +1038,7 @@ func (s *Source) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int3
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.release(lost)
+	s.moveTasks()
 }
 
 // release ends the sessions of the given partitions, which the source no
@@ -1018,6 +1051,7 @@ func (s *Source) release(tps map[string][]int32) {
 		for _, partition := range partitions {
 			tp := srcTP{topic, partition}
 			delete(s.held, tp)
+			delete(s.firstPolled, tp)
 			p := s.parts[tp]
 			if p == nil || !p.owned {
 				continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -32,10 +33,10 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 		}
 		snap[tp.topic][strconv.Itoa(int(tp.partition))] = off
 	}
+	s.mu.Lock()
 	for tp, off := range s.restore {
 		put(tp, off)
 	}
-	s.mu.Lock()
 	for tp, p := range s.parts {
 		if p.owned && p.commit.Offset >= 0 {
 			put(tp, p.commit.Offset)
@@ -56,20 +57,25 @@ func (s *Source) Restore(b json.RawMessage) error {
 		return nil
 	}
 	var snap sourceSnapshot
-	if err := json.Unmarshal(b, &snap); err != nil {
-		return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &snap); err != nil {
+			return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
+		}
 	}
 	defer s.restoreDone()
-	s.restore = make(map[srcTP]int64)
+	restore := make(map[srcTP]int64)
 	for topic, parts := range snap {
 		for p, off := range parts {
 			n, err := strconv.ParseInt(p, 10, 32)
 			if err != nil || off < 0 {
 				return fmt.Errorf("kafka source %q: checkpoint: bad partition %q or offset %d of topic %q", s.name, p, off, topic)
 			}
-			s.restore[srcTP{topic, int32(n)}] = off
+			restore[srcTP{topic, int32(n)}] = off
 		}
 	}
+	s.mu.Lock()
+	s.restore = restore
+	s.mu.Unlock()
 	return nil
 }
 
@@ -96,15 +102,21 @@ func (s *Source) Txn() *Txn { return s.txn }
 // It waits until the engine has restored the source, or started it
 // without a checkpoint, since the group may be joined before either.
 func (s *Source) adjustOffsets(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
 	select {
-	case <-s.restored:
+	case <-gate.open:
 	case <-ctx.Done():
 		return offsets, ctx.Err()
 	}
+	s.mu.Lock()
+	restore := s.restore
+	s.mu.Unlock()
 	var moved map[string]map[int32]int64
 	for topic, parts := range offsets {
 		for p := range parts {
-			off, ok := s.restore[srcTP{topic, p}]
+			off, ok := restore[srcTP{topic, p}]
 			if !ok {
 				continue
 			}
@@ -126,7 +138,20 @@ func (s *Source) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 
 // restoreDone marks the source's restore as decided; adjustOffsets waits
 // for it.
-func (s *Source) restoreDone() { s.restoreOnce.Do(func() { close(s.restored) }) }
+func (s *Source) restoreDone() {
+	s.mu.Lock()
+	gate := s.gate
+	s.mu.Unlock()
+	gate.once.Do(func() { close(gate.open) })
+}
+
+// restoreGate is opened once a run has decided where partitions resume.
+type restoreGate struct {
+	open chan struct{}
+	once sync.Once
+}
+
+func newRestoreGate() *restoreGate { return &restoreGate{open: make(chan struct{})} }
 
 // trackLag notes, for each partition a fetch brought records of, how far
 // the last of them is from the partition's high watermark.
@@ -158,4 +183,48 @@ func (s *Source) Lag() int64 {
 		}
 	}
 	return n
+}
+
+// AddTaskSnapshot returns the snapshot into (empty for none) with the
+// offsets that from gives partition p, in every topic, added: a Source
+// sharing its group by task resumes each task where the last checkpoint
+// written for it, by whichever instance owned it, left it.
+func AddTaskSnapshot(into, from json.RawMessage, p int32) (json.RawMessage, error) {
+	out, src := sourceSnapshot{}, sourceSnapshot{}
+	if len(into) > 0 {
+		if err := json.Unmarshal(into, &out); err != nil {
+			return nil, fmt.Errorf("kafka source checkpoint: %w", err)
+		}
+	}
+	if err := json.Unmarshal(from, &src); err != nil {
+		return nil, fmt.Errorf("kafka source checkpoint: %w", err)
+	}
+	key := strconv.Itoa(int(p))
+	for topic, parts := range src {
+		off, ok := parts[key]
+		if !ok {
+			continue
+		}
+		if out[topic] == nil {
+			out[topic] = map[string]int64{}
+		}
+		out[topic][key] = off
+	}
+	return json.Marshal(out)
+}
+
+// SnapshotCovers reports whether a Source snapshot holds an offset for
+// partition p of some topic.
+func SnapshotCovers(snapshot json.RawMessage, p int32) bool {
+	var snap sourceSnapshot
+	if len(snapshot) == 0 || json.Unmarshal(snapshot, &snap) != nil {
+		return false
+	}
+	key := strconv.Itoa(int(p))
+	for _, parts := range snap {
+		if _, ok := parts[key]; ok {
+			return true
+		}
+	}
+	return false
 }

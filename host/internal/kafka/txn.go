@@ -38,11 +38,12 @@ type TxnConfig struct {
 // transaction. Begin and Commit are called by the checkpoint, one at a
 // time; the Source closes the client.
 type Txn struct {
-	id     string
-	sess   *kgo.GroupTransactSession
-	cl     *kgo.Client
-	manual *manualTopics // topics cl writes to named partitions (changelogs)
-	log    *slog.Logger
+	id      string
+	timeout time.Duration // TxnConfig.Timeout, or a minute
+	sess    *kgo.GroupTransactSession
+	cl      *kgo.Client
+	manual  *manualTopics // topics cl writes to named partitions (changelogs)
+	log     *slog.Logger
 }
 
 // ErrTxnAborted is returned by Commit when the transaction was aborted
@@ -54,6 +55,16 @@ var ErrTxnAborted = errors.New("kafka: the transaction was aborted (the consumer
 func (t *Txn) Begin() error {
 	if err := t.sess.Begin(); err != nil {
 		return fmt.Errorf("kafka: beginning a transaction: %w", err)
+	}
+	return nil
+}
+
+// Abort aborts the open transaction, if any, and puts the source's
+// partitions back to the group's offsets, which the last committed
+// transaction wrote: for a run that is rolled back in process.
+func (t *Txn) Abort(ctx context.Context) error {
+	if _, err := t.sess.End(ctx, kgo.TryAbort); err != nil {
+		return fmt.Errorf("kafka: aborting the transaction: %w", err)
 	}
 	return nil
 }
@@ -139,7 +150,7 @@ func (t *Txn) Fence(ctx context.Context) error {
 	for {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = &t.id
-		req.TransactionTimeoutMillis = 60_000
+		req.TransactionTimeoutMillis = int32(srcOr(t.timeout, time.Minute).Milliseconds())
 		resp, err := req.RequestWith(ctx, t.cl)
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)

@@ -1,0 +1,96 @@
+package exactlyonce_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host/broker"
+)
+
+// BenchmarkSharedByTask measures pipeline-shared.yaml, exactly once, run
+// as 1, 2 and 3 instances in one group over the same 120,000 readings
+// produced beforehand into 12 partitions: the records per CPU-second of
+// all the instances together (user and system time, from the processes'
+// own accounting), and the wall time until the last window is out. Each
+// iteration is a whole run: use -benchtime=1x.
+//
+//	go test ./examples/exactly-once/ -run '^$' -bench SharedByTask -benchtime=1x
+func BenchmarkSharedByTask(b *testing.B) {
+	for _, n := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			for range b.N {
+				sharedRun(b, n)
+			}
+		})
+	}
+}
+
+// sharedRun is one measured run with n instances.
+func sharedRun(b *testing.B, n int) {
+	const records = 120_000
+	br, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	windows := produceAll(b, br.Addrs(), rng, records)
+	dir := b.TempDir()
+	weirtest.Weir(b) // built before the clock starts
+	b.ResetTimer()
+	start := time.Now()
+	var procs []*weirProc
+	for i := range n {
+		name := fmt.Sprintf("i%d", i)
+		env := append(os.Environ(),
+			"WEIR_KAFKA_BROKERS="+strings.Join(br.Addrs(), ","),
+			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
+			"WEIR_SOURCES_READINGS_INSTANCE_ID=bench-"+name,
+		)
+		procs = append(procs, startPipeline(b, dir, name, env, "--log-level", "info", "pipeline-shared.yaml"))
+	}
+	got := consumeUntil(b, br.Addrs(), windows, false, procs[0].done)
+	wall := time.Since(start)
+	var cpu time.Duration
+	for _, p := range procs {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			b.Fatal(err)
+		}
+		<-p.done
+		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	b.StopTimer()
+	if len(got) < windows {
+		b.Fatalf("%d results, want %d windows", len(got), windows)
+	}
+	b.ReportMetric(float64(records)/cpu.Seconds(), "records/cpu-s")
+	b.ReportMetric(wall.Seconds(), "wall-s")
+	b.ReportMetric(cpu.Seconds(), "cpu-s")
+}
+
+// produceAll writes keyedReadings all at once, before the pipeline
+// starts, and returns how many windows they make.
+func produceAll(b *testing.B, addrs []string, rng *rand.Rand, records int) int {
+	b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("readings"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	rs, want := keyedReadings(rng, records)
+	for i := 0; i < len(rs); i += 5000 {
+		if err := cl.ProduceSync(b.Context(), rs[i:min(i+5000, len(rs))]...).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return len(want)
+}

@@ -1,0 +1,276 @@
+package exactlyonce_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host/broker"
+)
+
+const (
+	sharedPartitions = 12
+	sharedSensors    = 60
+	sharedRecords    = 75000
+	sharedRate       = 5000 // records per second
+)
+
+// TestSharedByTask runs pipeline-shared.yaml, whose window is keyed by the
+// Kafka record key, as three instances in one consumer group on a
+// 12-partition topic produced by key, each instance on its own "machine"
+// (state directory and instance_id). While the readings flow, one
+// instance is killed (SIGKILL), a fourth starts later, and one stops
+// cleanly. The group moves tasks at each step, and each instance given a
+// task restores it from its changelog partition. Exactly once, a
+// read_committed consumer must see every window once with the right sums;
+// at least once, every window with the right sums, and nothing else but
+// repeats. Every instance must have read records.
+func TestSharedByTask(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			sharedByTask(t, mode)
+		})
+	}
+}
+
+func sharedByTask(t *testing.T, mode string) {
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	want, stop := produceByKey(t, b.Addrs(), rng)
+	defer stop()
+
+	instances := map[string]*sharedInstance{}
+	start := func(name string) *sharedInstance {
+		in := &sharedInstance{}
+		env := append(os.Environ(),
+			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
+			"WEIR_CHECKPOINTS_DELIVERY="+mode,
+			"WEIR_SOURCES_READINGS_INSTANCE_ID=shared-"+name,
+		)
+		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")
+		in.admin = adminAddr(t, in.p)
+		instances[name] = in
+		return in
+	}
+	pause := func() { time.Sleep(time.Duration(800+rng.IntN(700)) * time.Millisecond) }
+
+	a, bb, c := start("a"), start("b"), start("c")
+	for _, in := range []*sharedInstance{a, bb, c} {
+		in.waitRead(t, "reading before the kill")
+	}
+	if err := bb.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bb.p.done
+	pause()
+	d := start("d")
+	// d gets tasks once b's session times out, the group learning it is
+	// gone.
+	d.waitRead(t, "the late instance reading")
+	pause()
+	if err := a.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-a.p.done; err != nil {
+		t.Errorf("instance a did not stop cleanly: %v", err)
+	}
+
+	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", c.p.done)
+	// Once a's session is gone, c and d own every task between them.
+	weirtest.PollUntil(t, 30*time.Second, "c and d to own every task", func() bool {
+		owned := map[int32]bool{}
+		for _, in := range []*sharedInstance{c, d} {
+			for _, p := range ownedTasks(in.admin) {
+				owned[p] = true
+			}
+		}
+		return len(owned) == sharedPartitions
+	})
+	for _, name := range []string{"c", "d"} {
+		in := instances[name]
+		in.waitRead(t, "reading by the end")
+		if err := in.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-in.p.done; err != nil {
+			t.Errorf("instance %s did not stop cleanly: %v", name, err)
+		}
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		t.Logf("instance %s read %d records", name, instances[name].read)
+	}
+	restored := 0
+	for _, in := range instances {
+		if in.p.logged(`msg="tasks restored from the changelog"`) {
+			restored++
+		}
+	}
+	if restored == 0 {
+		t.Errorf("no instance restored a task from the changelog, though tasks moved with their state")
+	}
+	dup := checkResults(t, got, want, mode == "exactly_once")
+	t.Logf("%s: %d results, %d windows, %d duplicates", mode, len(got), len(want), dup)
+}
+
+// sharedInstance is one weir process of the shared pipeline, with its
+// admin address and the most records its source was seen to have read.
+type sharedInstance struct {
+	p     *weirProc
+	admin string
+	read  int64
+}
+
+// waitRead polls the instance's metrics until its source has read records.
+func (in *sharedInstance) waitRead(t *testing.T, what string) {
+	t.Helper()
+	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
+		if n := sourceRecords(in.admin); n > in.read {
+			in.read = n
+		}
+		return in.read > 0
+	})
+}
+
+// sourceRecords scrapes the records the pipeline's source read from the
+// metrics at admin; 0 if it cannot.
+func sourceRecords(admin string) int64 {
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "weir_records_out_total{") && strings.Contains(line, `stage="source"`) {
+			f := strings.Fields(line)
+			n, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			return int64(n)
+		}
+	}
+	return 0
+}
+
+// ownedTasks returns the tasks the pipeline at admin says it owns, from
+// /api/pipeline; nil if it cannot.
+func ownedTasks(admin string) []int32 {
+	resp, err := http.Get("http://" + admin + "/api/pipeline")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var ps []struct {
+		Stats struct {
+			Tasks []int32 `json:"tasks"`
+		} `json:"stats"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&ps) != nil || len(ps) != 1 {
+		return nil
+	}
+	return ps[0].Stats.Tasks
+}
+
+// adminAddr waits for p to log the address its admin server listens on.
+func adminAddr(t testing.TB, p *weirProc) string {
+	t.Helper()
+	var addr string
+	weirtest.PollUntil(t, 30*time.Second, "the admin server to listen", func() bool {
+		b, _ := os.ReadFile(p.log)
+		_, rest, ok := strings.Cut(string(b), `msg="admin server listening" addr=`)
+		if ok {
+			addr, _, _ = strings.Cut(rest, " ")
+		}
+		return ok
+	})
+	return addr
+}
+
+// produceByKey writes keyedReadings at a steady rate in the background,
+// and returns the reference windows and a function that stops it.
+func produceByKey(t *testing.T, addrs []string, rng *rand.Rand) (map[string]window, func()) {
+	rs, want := keyedReadings(rng, sharedRecords)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("readings"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cl.Close()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		per := sharedRate / 100
+		for i := 0; i < len(rs); i += per {
+			<-tick.C
+			if err := cl.ProduceSync(ctx, rs[i:min(i+per, len(rs))]...).FirstErr(); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("producing: %v", err)
+				}
+				return
+			}
+		}
+	})
+	return want, func() { cancel(); wg.Wait() }
+}
+
+// keyedReadings returns n readings keyed by sensor, for Kafka's default
+// partitioner to place, and the reference windows they make. Event time
+// rises by 5 ms a reading, with sensors in random order; a last reading
+// on every partition, an hour later and under a key of that partition,
+// closes every window.
+func keyedReadings(rng *rand.Rand, n int) ([]*kgo.Record, map[string]window) {
+	want := map[string]window{}
+	var rs []*kgo.Record
+	for i := range n {
+		s := fmt.Sprintf("sensor-%02d-é", rng.IntN(sharedSensors))
+		ts := t0 + int64(i)*5
+		v := int64(rng.IntN(1000) - 300)
+		rs = append(rs, &kgo.Record{Key: []byte(s), Value: fmt.Appendf(nil, `{"sensor":%q,"value":%d,"ts":%d}`, s, v, ts)})
+		w := window{Sensor: s, Start: ts - ts%1000}
+		w = want[w.id()].add(w, v)
+		want[w.id()] = w
+	}
+	for _, key := range keyPerPartition(sharedPartitions) {
+		rs = append(rs, &kgo.Record{Key: []byte(key), Value: fmt.Appendf(nil, `{"sensor":%q,"value":0,"ts":%d}`, key, t0+int64(n)*5+3600_000)})
+	}
+	return rs, want
+}
+
+// keyPerPartition returns, for each of n partitions, a key that Kafka's
+// default partitioner places there.
+func keyPerPartition(n int) []string {
+	part := kgo.StickyKeyPartitioner(nil).ForTopic("readings")
+	keys := make([]string, n)
+	for i, found := 0, 0; found < n; i++ {
+		k := "end-" + strconv.Itoa(i)
+		if p := part.Partition(&kgo.Record{Key: []byte(k)}, n); keys[p] == "" {
+			keys[p] = k
+			found++
+		}
+	}
+	return keys
+}

@@ -1,0 +1,128 @@
+package assembly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/kafka"
+)
+
+// Carry is what one run of a pipeline sharing its consumer group by task
+// hands to the next when the group moves tasks (kafka.ErrTasksChanged):
+// its Kafka source, whose client keeps the instance's place in the group
+// (and, exactly once, its transactional producer), and the set of tasks
+// it owns. The zero Carry is empty; a pipeline makes one for all its runs
+// and closes it when it stops. It is used by one goroutine at a time.
+type Carry struct {
+	source *kafka.Source
+	tasks  *kafka.Tasks
+}
+
+// Close closes the carried source: it leaves the group.
+func (c *Carry) Close() error {
+	if c == nil || c.source == nil {
+		return nil
+	}
+	err := c.source.Close()
+	c.source = nil
+	return err
+}
+
+// Resume gets the carried state ready for the next run after err ended
+// one: exactly once, it aborts the transaction, which puts the source's
+// partitions back to the group's offsets. The caller rolls the store back
+// to its last checkpoint.
+func (c *Carry) Resume(ctx context.Context) error {
+	if c == nil || c.source == nil || c.source.Txn() == nil {
+		return nil
+	}
+	return c.source.Txn().Abort(ctx)
+}
+
+// keptSource is a carried Kafka source as one run's engine sees it: the
+// engine closes its sources when the run ends, and this one outlives it.
+type keptSource struct{ *kafka.Source }
+
+// Close does nothing: Carry.Close closes the source.
+func (keptSource) Close() error { return nil }
+
+// sharesByTask reports whether the pipeline's instances share their
+// consumer group by task, and if not, why (for the log): it keeps keyed
+// state, takes checkpoints (the changelog is how a task moves), reads one
+// Kafka topic and nothing else, and keeps its keyed state before any
+// key_by, where keys are still the input's and so in their tasks'
+// partitions. Other keyed pipelines run one active instance, the others
+// waiting as standbys.
+func (b *builder) sharesByTask() (bool, string) {
+	cfg := b.Config
+	switch {
+	case !b.keyed:
+		return false, ""
+	case !cfg.Checkpoints.Enabled:
+		return false, "it takes no checkpoints, so its state has no changelog to move with a task"
+	case len(cfg.Sources) != 1 || cfg.Sources[0].Type != config.SourceKafka:
+		return false, "it reads from more than one source, or not from Kafka"
+	case len(cfg.Sources[0].Topics) != 1:
+		return false, "its Kafka source reads more than one topic, or a topic pattern"
+	}
+	afterKeyBy := false
+	for i, o := range b.Ops {
+		if cfg.Operators[i].Type == config.OperatorKeyBy {
+			afterKeyBy = true
+		}
+		if afterKeyBy && o.KeyedState() {
+			return false, fmt.Sprintf("operator %q keeps keyed state after a key_by, whose keys are not in their tasks' input partitions", cfg.Operators[i].Name)
+		}
+	}
+	return true, ""
+}
+
+// decideTasks decides, once per run, whether the instances share their
+// group by task, and says why not when a keyed pipeline cannot.
+func (b *builder) decideTasks() error {
+	shares, why := b.sharesByTask()
+	if !shares {
+		if why != "" && b.carriedSource() == nil {
+			b.Logger.Info("the pipeline's instances cannot share its consumer group by task: "+why+
+				"; one instance runs it, and others wait as standbys", "pipeline", b.Config.Name)
+		}
+		return nil
+	}
+	if b.Carry == nil {
+		return errNoCarry
+	}
+	b.byTask, b.resumed = true, b.Carry.source != nil
+	if b.Carry.tasks == nil {
+		b.Carry.tasks = kafka.NewTasks(b.Config.Checkpoints.Delivery == config.ExactlyOnce)
+	}
+	return nil
+}
+
+// carriedSource returns the carried source, if a run before this one
+// left it.
+func (b *builder) carriedSource() *kafka.Source {
+	if b.Carry == nil {
+		return nil
+	}
+	return b.Carry.source
+}
+
+// taskSource returns the Kafka source of a run sharing its group by
+// task: the carried one, or a new one the Carry keeps.
+func (b *builder) taskSource(s *config.Source) (*kafka.Source, error) {
+	if src := b.carriedSource(); src != nil {
+		return src, nil
+	}
+	src, err := b.kafkaSource(s)
+	if err != nil {
+		return nil, err
+	}
+	b.Carry.source = src
+	return src, nil
+}
+
+// errNoCarry is returned when a pipeline sharing its group by task is
+// built without a Carry.
+var errNoCarry = errors.New("assembly: a pipeline sharing its consumer group by task needs a Carry")

@@ -1,0 +1,200 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/kafka"
+)
+
+// A run sharing its consumer group by task (Setup.Tasks) restores and
+// writes only its own tasks' changelog partitions. Each partition's last
+// marker is the last checkpoint written for that task, by whichever
+// instance owned it then, so the run continues each task from there:
+// its state from the partition, its input offsets and event time from
+// the marker's checkpoint. The store records, per partition, the offset
+// its state for that task reflects; the partitions of tasks it does not
+// own keep theirs, so a task that comes back replays only what its other
+// owners wrote meanwhile.
+
+// taskCheckpoint returns the engine checkpoint a run sharing its group by
+// task continues from, given the store's own (nil if none), the markers
+// the replay read (by partition) and the tasks the run owns: each owned
+// task's input offsets and partition event time come from its marker, or
+// from own when the replay read none. The watermark is the least of
+// own's and the markers': a task taken over resumes from where its last
+// owner's checkpoint was, and its records from there on must not be late
+// for having been read by an instance further on. Partitions of tasks not
+// owned leave the event-time tracking, so that they no longer hold the
+// watermark back.
+func taskCheckpoint(own []byte, markers [][]byte, owned []int32) ([]byte, error) {
+	var base *engine.Checkpoint
+	if len(own) > 0 && string(own) != "null" {
+		cp, err := engine.UnmarshalCheckpoint(own)
+		if err != nil {
+			return nil, err
+		}
+		base = cp
+	}
+	byTask := map[int32]*engine.Checkpoint{}
+	for _, p := range owned {
+		if int(p) >= len(markers) || markers[p] == nil {
+			continue
+		}
+		cp, err := engine.UnmarshalCheckpoint(markers[p])
+		if err != nil {
+			return nil, fmt.Errorf("changelog partition %d: %w", p, err)
+		}
+		byTask[p] = cp
+	}
+	if base == nil && len(byTask) == 0 {
+		return nil, nil
+	}
+	out := taskBase(base, byTask)
+	for _, p := range owned {
+		from := base
+		if cp, ok := byTask[p]; ok {
+			from = cp
+		}
+		if !covers(from, p) {
+			// No checkpoint was ever written for the task: its input
+			// starts at the group's offsets, which may be before
+			// anything this instance's watermark has passed.
+			out.Watermark = engine.NoWatermark
+			continue
+		}
+		out.Epoch = max(out.Epoch, from.Epoch)
+		if err := adoptTask(out, from, p); err != nil {
+			return nil, err
+		}
+	}
+	for i := range out.Times {
+		// A source's event time never goes back past what it held; it
+		// holds no more than the watermark the run continues from.
+		out.Times[i].Held = min(out.Times[i].Held, out.Watermark)
+	}
+	return out.Marshal()
+}
+
+// taskBase returns the checkpoint taskCheckpoint fills in: own's outputs,
+// the least watermark of own's and the tasks', and the sources and their
+// event-time tracking (own's, or else a task's) emptied of partitions.
+func taskBase(own *engine.Checkpoint, byTask map[int32]*engine.Checkpoint) *engine.Checkpoint {
+	tmpl, wm := own, int64(0)
+	if own != nil {
+		wm = own.Watermark
+	}
+	for i, p := range slices.Sorted(maps.Keys(byTask)) {
+		cp := byTask[p]
+		if tmpl == nil {
+			tmpl = cp
+		}
+		if (own == nil && i == 0) || cp.Watermark < wm {
+			wm = cp.Watermark
+		}
+	}
+	out := &engine.Checkpoint{Epoch: tmpl.Epoch, Watermark: wm}
+	if own != nil {
+		out.Outputs = own.Outputs
+	}
+	for _, s := range tmpl.Sources {
+		out.Sources = append(out.Sources, engine.SourceCheckpoint{Name: s.Name})
+	}
+	for _, t := range tmpl.Times {
+		out.Times = append(out.Times, engine.SourceTimeCheckpoint{Held: t.Held, MaxSeen: t.MaxSeen})
+	}
+	return out
+}
+
+// covers reports whether cp (nil for none) records where a source was
+// in partition p.
+func covers(cp *engine.Checkpoint, p int32) bool {
+	if cp == nil {
+		return false
+	}
+	for _, t := range cp.Times {
+		for _, pt := range t.Parts {
+			if pt.Partition == p {
+				return true
+			}
+		}
+	}
+	for _, s := range cp.Sources {
+		if kafka.SnapshotCovers(s.Snapshot, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// adoptTask copies into out what from says of task p: the Kafka
+// sources' offsets of partition p and its event-time tracking. from nil
+// (no checkpoint was ever written for the task) leaves p to the group's
+// offsets.
+func adoptTask(out, from *engine.Checkpoint, p int32) error {
+	if from == nil {
+		return nil
+	}
+	for i := range out.Sources {
+		if i >= len(from.Sources) || from.Sources[i].Name != out.Sources[i].Name || len(from.Sources[i].Snapshot) == 0 {
+			continue
+		}
+		merged, err := kafka.AddTaskSnapshot(out.Sources[i].Snapshot, from.Sources[i].Snapshot, p)
+		if err != nil {
+			return err
+		}
+		out.Sources[i].Snapshot = merged
+	}
+	for i := range out.Times {
+		if i >= len(from.Times) {
+			continue
+		}
+		for _, pt := range from.Times[i].Parts {
+			if pt.Partition == p {
+				out.Times[i].Parts = append(out.Times[i].Parts, pt)
+			}
+		}
+	}
+	return nil
+}
+
+// replayTasks is replay for a run sharing its group by task: it applies
+// the changelog partitions of the tasks owned, each from where the
+// store's state of that task stands, and records as the store's
+// checkpoint the one taskCheckpoint makes of the markers it read.
+func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (kafka.ReplayResult, error) {
+	r.only = owned
+	if r.only == nil {
+		r.only = []int32{}
+	}
+	res, err := r.pass(ctx, meta.Offsets())
+	if err != nil || res.Next == nil {
+		return res, err // no changelog yet
+	}
+	eng, err := taskCheckpoint(meta.Engine, res.Markers, owned)
+	if err != nil {
+		return res, fmt.Errorf("checkpoints: restoring the tasks' checkpoints from the changelog: %w", err)
+	}
+	if eng == nil {
+		// Nothing was ever checkpointed for these tasks: nothing to
+		// record, and the run starts from the group's offsets.
+		meta.ChangelogOffsets = res.Next
+		return res, nil
+	}
+	*meta = Meta{Engine: eng, ChangelogOffsets: res.Next}
+	b, err := json.Marshal(meta)
+	if err != nil {
+		return res, err
+	}
+	if err := r.cs.Checkpoint(b); err != nil {
+		return res, fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
+	}
+	if res.Changes > 0 || slices.ContainsFunc(res.Markers, func(m []byte) bool { return m != nil }) {
+		r.log.Info("tasks restored from the changelog", "tasks", owned, "changes", res.Changes, "changelog_offsets", res.Next)
+	}
+	return res, nil
+}

@@ -1,0 +1,169 @@
+package kafka
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/task"
+)
+
+// A Source sharing its group by task (SourceConfig.Tasks) keeps its client,
+// and so its place in the group, across the runs of its pipeline: a move
+// of tasks ends a Run, the pipeline is rolled back and built again, and
+// the next Run rewinds the partitions it still holds to where the rolled
+// back checkpoint had them.
+
+// endTaskRun ends one Run of a source sharing its group by task: the next
+// run decides anew where partitions resume, and may call Run again.
+func (s *Source) endTaskRun() {
+	s.mu.Lock()
+	s.closeGateLocked()
+	s.mu.Unlock()
+	s.ran.Store(false)
+}
+
+// closeGateLocked makes partitions assigned from now on wait for the next
+// run's decision of where they resume (adjustOffsets), unless they
+// already do. franz-go asks adjustOffsets right after the assignment
+// callback, while the run that the move ends may still be draining, so a
+// move closes the gate at once. Call with mu held.
+func (s *Source) closeGateLocked() {
+	select {
+	case <-s.gate.open:
+		s.gate = newRestoreGate()
+		s.restore = nil
+	default: // closed already: adjustOffsets may be waiting on it
+	}
+}
+
+// rewind begins a Run after the first: what the previous run polled was
+// rolled back with its state, so the partitions still held start again
+// from the restored checkpoint's offsets (at least once; exactly once, the
+// transaction's abort has put them back to the group's offsets), or,
+// without one, from the group's offset, or else from the first record
+// polled since they were assigned; and they are announced to the new
+// run's pipeline.
+func (s *Source) rewind() {
+	s.mu.Lock()
+	s.parts = make(map[srcTP]*srcPart)
+	s.assigned = s.assigned[:0]
+	for tp := range s.held {
+		s.assigned = append(s.assigned, tp)
+	}
+	s.lag = nil
+	held := slices.Clone(s.assigned)
+	restore, first := s.restore, maps.Clone(s.firstPolled)
+	s.mu.Unlock()
+	committed := s.cl.CommittedOffsets()
+	at := map[string]map[int32]kgo.EpochOffset{}
+	for _, tp := range held {
+		off, ok := restore[tp]
+		if s.txn != nil {
+			ok = false // the abort put the partitions back
+		}
+		if c, found := committed[tp.topic][tp.partition]; !ok && found {
+			if s.txn != nil {
+				continue
+			}
+			off, ok = c.Offset, true
+		}
+		if !ok {
+			if off, ok = first[tp]; !ok {
+				continue // nothing polled: it is where it started
+			}
+		}
+		if at[tp.topic] == nil {
+			at[tp.topic] = map[int32]kgo.EpochOffset{}
+		}
+		at[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+	}
+	s.cl.SetOffsets(at)
+}
+
+// notePolled records, for a source sharing its group by task, the offset
+// of the first record polled of each partition since it was assigned.
+func (s *Source) notePolled(fs kgo.Fetches) {
+	if s.tasks == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		tp := srcTP{p.Topic, p.Partition}
+		if _, seen := s.firstPolled[tp]; seen || len(p.Records) == 0 {
+			return
+		}
+		if _, held := s.held[tp]; !held {
+			return
+		}
+		if s.firstPolled == nil {
+			s.firstPolled = map[srcTP]int64{}
+		}
+		s.firstPolled[tp] = p.Records[0].Offset
+	})
+}
+
+// moveTasks tells the source's Tasks which partitions it holds now, from a
+// rebalance callback, and wakes Run, which ends with ErrTasksChanged
+// before it hands out another record. It waits while a checkpoint writes.
+func (s *Source) moveTasks() {
+	if s.tasks == nil {
+		return
+	}
+	s.mu.Lock()
+	var held []int32
+	for tp := range s.held {
+		held = append(held, tp.partition)
+	}
+	s.mu.Unlock()
+	if !s.tasks.moveTo(held) {
+		return
+	}
+	s.log.Info("kafka source: the consumer group moved tasks; the run rolls back to its last checkpoint and starts again for its tasks",
+		"group", s.group, "tasks", held)
+	s.mu.Lock()
+	s.closeGateLocked()
+	if s.wake != nil {
+		s.wake()
+	}
+	s.mu.Unlock()
+}
+
+// ownedTasks returns, for a source sharing its group by task among more
+// than one task, which tasks the run owns, indexed by task; nil
+// otherwise.
+func (s *Source) ownedTasks() []bool {
+	if s.tasks == nil {
+		return nil
+	}
+	n := s.tasks.Count()
+	if n <= 1 {
+		return nil // one task: every key is this instance's while it reads
+	}
+	owned := make([]bool, n)
+	for _, p := range s.tasks.Begun() {
+		if int(p) < n {
+			owned[p] = true
+		}
+	}
+	return owned
+}
+
+// foreignTask returns, when kr's key belongs to a task this run does not
+// own, why the record cannot be processed here; "" otherwise.
+func (r *sourceRun) foreignTask(kr *kgo.Record) string {
+	if r.owned == nil {
+		return ""
+	}
+	t := task.Of(kr.Key, len(r.owned))
+	if r.owned[t] {
+		return ""
+	}
+	return fmt.Sprintf("%s[%d]@%d: the record key belongs to task %d of %d, which another instance of the pipeline owns: "+
+		"the topic is not partitioned by record key as Kafka's default partitioner (murmur2) places keys, "+
+		"so this record cannot reach its key's state; produce the topic by key, or run a single instance",
+		kr.Topic, kr.Partition, kr.Offset, t, len(r.owned))
+}

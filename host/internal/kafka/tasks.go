@@ -1,0 +1,146 @@
+package kafka
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/weir-stream/weir/host/internal/task"
+)
+
+// A pipeline with keyed state shares its consumer group with its other
+// instances by task: a task is one partition of the input topic, and owns
+// the state of the record keys that Kafka's default partitioner places
+// there (package task), with the changelog partition of the same number.
+// The instance that the group assigns a partition runs its task. Any move
+// of tasks to or from an instance ends that instance's run with
+// ErrTasksChanged; the run is rolled back to its last checkpoint and built
+// again for the tasks it now owns, restoring those new to it from their
+// changelog partitions, while its Source keeps its place in the group.
+
+// ErrTasksChanged ends a run whose tasks the consumer group moved: it
+// gained or lost input partitions since it began. The run must roll back
+// to its last checkpoint and start again for the tasks it owns now.
+var ErrTasksChanged = errors.New("kafka: the consumer group moved tasks to or from this instance")
+
+// Tasks is the set of tasks an instance owns, shared between its Kafka
+// Source, which moves it from the group's rebalance callbacks, and its
+// checkpoints, which hold it while they write, so that once a callback
+// has returned no checkpoint of the run writes for a task the group took
+// away. Its methods are safe for concurrent use; it lives as long as the
+// Source.
+type Tasks struct {
+	// write is held by a checkpoint's writes and taken by moveTo, at
+	// least once; exactly once, a checkpoint's writes are in a
+	// transaction that a rebalance aborts (KIP-447), and franz-go runs
+	// the revoke callback holding a lock that the commit takes, so
+	// moveTo must not wait for it.
+	write sync.Mutex
+	exact bool
+	mu    sync.Mutex // guards the rest
+	owned []int32    // sorted partitions of the input topic
+	begun []int32    // owned when the run began
+	moved bool       // owned changed since Begin
+	count int        // the tasks in all: the changelog's partitions
+}
+
+// NewTasks returns an empty set, for a run delivering exactly once or
+// not.
+func NewTasks(exactlyOnce bool) *Tasks { return &Tasks{exact: exactlyOnce} }
+
+// Begin starts a run: it returns the tasks owned now, and moves after it
+// make the run's checkpoints fail (Hold).
+func (t *Tasks) Begin() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.moved = false
+	t.begun = slices.Clone(t.owned)
+	return t.begun
+}
+
+// Begun returns the tasks owned when the run began (Begin).
+func (t *Tasks) Begun() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.begun
+}
+
+// OwnsKey returns whether a record key belongs to a task the run owns
+// (Begun): the key's partition under Kafka's default partitioner, among
+// Count tasks.
+func (t *Tasks) OwnsKey() func(key []byte) bool {
+	t.mu.Lock()
+	n := t.count
+	owned := make([]bool, max(n, 1))
+	for _, p := range t.begun {
+		if int(p) < len(owned) {
+			owned[p] = true
+		}
+	}
+	t.mu.Unlock()
+	return func(key []byte) bool { return owned[task.Of(key, n)] }
+}
+
+// Hold locks the set for a checkpoint's writes and returns the tasks
+// owned, or ok false when the group moved tasks since Begin (the set is
+// then not held). A held set is released with Release.
+func (t *Tasks) Hold() (owned []int32, ok bool) {
+	if !t.exact {
+		t.write.Lock()
+	}
+	t.mu.Lock()
+	owned, moved := t.owned, t.moved
+	t.mu.Unlock()
+	if moved {
+		t.Release()
+		return nil, false
+	}
+	return owned, true
+}
+
+// Release releases a set that Hold returned ok.
+func (t *Tasks) Release() {
+	if !t.exact {
+		t.write.Unlock()
+	}
+}
+
+// Moved reports whether the group moved tasks since Begin.
+func (t *Tasks) Moved() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.moved
+}
+
+// SetCount records how many tasks there are in all, the changelog's
+// partitions, before the run reads.
+func (t *Tasks) SetCount(n int) {
+	t.mu.Lock()
+	t.count = n
+	t.mu.Unlock()
+}
+
+// Count returns how many tasks there are in all; 0 before SetCount.
+func (t *Tasks) Count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.count
+}
+
+// moveTo records that the instance owns held now, waiting, at least
+// once, while a checkpoint holds the set, and reports whether that is a
+// change.
+func (t *Tasks) moveTo(held []int32) bool {
+	slices.Sort(held)
+	if !t.exact {
+		t.write.Lock()
+		defer t.write.Unlock()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if slices.Equal(held, t.owned) {
+		return false
+	}
+	t.owned, t.moved = held, true
+	return true
+}

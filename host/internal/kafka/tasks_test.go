@@ -1,0 +1,74 @@
+package kafka
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/task"
+)
+
+// TestTasksFence checks the set a run's checkpoints hold: a move of tasks
+// after Begin fails the next Hold; at least once, a move waits for a
+// checkpoint holding the set, so that none writes for a task once the
+// rebalance callback has returned; exactly once it does not wait (the
+// transaction fences the writes, and franz-go calls the callback holding
+// a lock its commit takes).
+func TestTasksFence(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		exact bool
+	}{{"at least once", false}, {"exactly once", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := NewTasks(tc.exact)
+			ts.moveTo([]int32{3, 1})
+			if got := ts.Begin(); fmt.Sprint(got) != "[1 3]" || ts.Moved() {
+				t.Fatalf("Begin = %v, moved %v; want [1 3], not moved", got, ts.Moved())
+			}
+			owned, ok := ts.Hold()
+			if !ok || fmt.Sprint(owned) != "[1 3]" {
+				t.Fatalf("Hold = %v, %v", owned, ok)
+			}
+			if tc.exact {
+				ts.moveTo([]int32{1}) // would block the test if it waited
+				ts.Release()
+			} else {
+				moved := make(chan bool)
+				go func() { moved <- ts.moveTo([]int32{1}) }()
+				select {
+				case <-moved:
+					t.Fatal("a move of tasks did not wait for the checkpoint holding them")
+				case <-time.After(50 * time.Millisecond):
+				}
+				ts.Release()
+				<-moved
+			}
+			if !ts.Moved() {
+				t.Fatal("not moved after a move")
+			}
+			if _, ok := ts.Hold(); ok {
+				t.Fatal("Hold succeeded after the group moved tasks")
+			}
+			if ts.moveTo([]int32{1}) {
+				t.Error("the same tasks again counted as a move")
+			}
+		})
+	}
+}
+
+// TestTasksOwnsKey checks that a run owns exactly the keys of its tasks,
+// as Kafka's default partitioner places them.
+func TestTasksOwnsKey(t *testing.T) {
+	ts := NewTasks(false)
+	ts.SetCount(12)
+	ts.moveTo([]int32{0, 5, 11})
+	ts.Begin()
+	owns := ts.OwnsKey()
+	for i := range 2000 {
+		k := fmt.Appendf(nil, "key-%d-ü", i)
+		p := task.Of(k, 12)
+		if want := p == 0 || p == 5 || p == 11; owns(k) != want {
+			t.Fatalf("key %q (task %d): owned %v, want %v", k, p, owns(k), want)
+		}
+	}
+}
