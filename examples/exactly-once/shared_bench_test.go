@@ -17,7 +17,7 @@ import (
 )
 
 // BenchmarkSharedByTask measures pipeline-shared.yaml, exactly once, run
-// as 1, 2 and 3 instances in one group over the same 120,000 readings
+// as 1, 2 and 3 instances in one group over the same 400,000 readings
 // produced beforehand into 12 partitions: the records per CPU-second of
 // all the instances together (user and system time, from the processes'
 // own accounting), and the wall time until the last window is out. Each
@@ -36,7 +36,7 @@ func BenchmarkSharedByTask(b *testing.B) {
 
 // sharedRun is one measured run with n instances.
 func sharedRun(b *testing.B, n int) {
-	const records = 120_000
+	const records = 400_000
 	br, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
 	if err != nil {
 		b.Fatal(err)

@@ -274,3 +274,80 @@ func keyPerPartition(n int) []string {
 	}
 	return keys
 }
+
+// TestSharedCrashRecovery is the crash test against three instances of
+// pipeline-shared.yaml: under the stream, it SIGKILLs a random instance at
+// five random moments and restarts it (same instance_id and state
+// directory, so it takes its tasks back at once), deleting the state
+// directory before one restart, so that instance restores its tasks from
+// their changelog partitions. Exactly once, the read_committed output must
+// be the reference exactly; at least once, every window with the right
+// sum, and nothing else but repeats.
+func TestSharedCrashRecovery(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			sharedCrashRecovery(t, mode)
+		})
+	}
+}
+
+func sharedCrashRecovery(t *testing.T, mode string) {
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	want, stop := produceByKey(t, b.Addrs(), rng)
+	defer stop()
+	runs := map[string]int{}
+	start := func(name string) *weirProc {
+		runs[name]++
+		env := append(os.Environ(),
+			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
+			"WEIR_CHECKPOINTS_DELIVERY="+mode,
+			"WEIR_SOURCES_READINGS_INSTANCE_ID=crash-"+name,
+		)
+		return startPipeline(t, dir, fmt.Sprintf("%s-%d", name, runs[name]), env, "pipeline-shared.yaml")
+	}
+	names := []string{"a", "b", "c"}
+	procs := map[string]*weirProc{}
+	for _, n := range names {
+		procs[n] = start(n)
+	}
+	const kills = 5
+	for k := range kills {
+		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+		n := names[rng.IntN(len(names))]
+		if err := procs[n].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-procs[n].done
+		if k == kills/2 {
+			if err := os.RemoveAll(filepath.Join(dir, "state-"+n)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("kill %d: %s, and its state directory", k+1, n)
+		} else {
+			t.Logf("kill %d: %s", k+1, n)
+		}
+		procs[n] = start(n)
+	}
+	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", procs["a"].done)
+	for _, n := range names {
+		if err := procs[n].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-procs[n].done; err != nil {
+			t.Errorf("instance %s did not stop cleanly: %v", n, err)
+		}
+	}
+	dup := checkResults(t, got, want, mode == "exactly_once")
+	t.Logf("%s: %d results, %d windows, %d duplicates", mode, len(got), len(want), dup)
+}
