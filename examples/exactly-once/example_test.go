@@ -188,7 +188,7 @@ func checkChangelogTasks(t *testing.T, addrs []string) {
 	if n := len(ends[topic]); n != partitions {
 		t.Fatalf("the changelog has %d partitions, want one per input partition (%d)", n, partitions)
 	}
-	if changes := changelogRecords(t, addrs, ends); slices.Contains(changes, 0) {
+	if changes := changelogRecords(t, addrs, topic, ends); slices.Contains(changes, 0) {
 		t.Errorf("state changes per changelog partition: %v; every task should hold some of the %d sensors", changes, sensors)
 	}
 }
@@ -196,13 +196,19 @@ func checkChangelogTasks(t *testing.T, addrs []string) {
 // changelogChanges counts the state changes (not the markers) the
 // changelog holds, read committed.
 func changelogChanges(t *testing.T, addrs []string) int {
+	return changelogChangesOf(t, addrs, "sensor-sums-changelog")
+}
+
+// changelogChangesOf counts the state changes (not the markers) changelog
+// topic holds, read committed.
+func changelogChangesOf(t *testing.T, addrs []string, topic string) int {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(context.Background(), "sensor-sums-changelog")
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(context.Background(), topic)
 	if err == nil {
 		err = ends.Error()
 	}
@@ -210,7 +216,7 @@ func changelogChanges(t *testing.T, addrs []string) int {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, c := range changelogRecords(t, addrs, ends) {
+	for _, c := range changelogRecords(t, addrs, topic, ends) {
 		n += c
 	}
 	return n
@@ -218,9 +224,8 @@ func changelogChanges(t *testing.T, addrs []string) int {
 
 // changelogRecords reads the changelog, read committed, up to ends, and
 // counts its state changes (not its markers) per partition.
-func changelogRecords(t *testing.T, addrs []string, ends kadm.ListedOffsets) []int {
+func changelogRecords(t *testing.T, addrs []string, topic string, ends kadm.ListedOffsets) []int {
 	t.Helper()
-	const topic = "sensor-sums-changelog"
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	if err != nil {

@@ -351,3 +351,107 @@ func sharedCrashRecovery(t *testing.T, mode string) {
 	dup := checkResults(t, got, want, mode == "exactly_once")
 	t.Logf("%s: %d results, %d windows, %d duplicates", mode, len(got), len(want), dup)
 }
+
+// TestSharedStandbyReplica runs pipeline-shared.yaml as two instances with
+// standby_replicas: 1, exactly once, under the stream: each keeps a warm
+// copy of the other's tasks. Once both have read for a while, it SIGKILLs
+// one; when its session times out the survivor is given its tasks and
+// replays only the changelog's tail for them: fewer changes than a
+// quarter of what the changelog holds (a cold restore of half the tasks
+// replays about half). The output stays exactly the reference.
+func TestSharedStandbyReplica(t *testing.T) {
+	t.Parallel()
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	want, stop := produceByKey(t, b.Addrs(), rand.New(rand.NewPCG(seed, 4)))
+	defer stop()
+	start := func(name string) *sharedInstance {
+		env := append(os.Environ(),
+			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
+			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
+			"WEIR_CHECKPOINTS_STANDBY_REPLICAS=1",
+			"WEIR_SOURCES_READINGS_INSTANCE_ID=standby-"+name,
+		)
+		in := &sharedInstance{p: startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")}
+		in.admin = adminAddr(t, in.p)
+		return in
+	}
+	a, bb := start("a"), start("b")
+	for _, in := range []*sharedInstance{a, bb} {
+		in.waitRead(t, "both instances reading")
+	}
+	weirtest.PollUntil(t, 60*time.Second, "a's standby copies to be warmed", func() bool {
+		return a.p.logged(`msg="standby tasks: applied their changelog partitions"`)
+	})
+	time.Sleep(2 * time.Second) // a few more standby passes under the stream
+	restoresBefore := strings.Count(readLog(a.p), `msg="tasks restored from the changelog"`)
+	if err := bb.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bb.p.done
+	killed := time.Now()
+	var line string
+	weirtest.PollUntil(t, 60*time.Second, "a to be given b's tasks and restore them", func() bool {
+		lines := strings.Split(readLog(a.p), "\n")
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, `msg="tasks restored from the changelog"`) {
+				if n++; n > restoresBefore && strings.Contains(l, fmt.Sprintf("tasks=%q", allTasks(sharedPartitions))) {
+					line = l
+				}
+			}
+		}
+		return line != ""
+	})
+	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), line[strings.Index(line, "msg="):])
+	got := consumeUntil(t, b.Addrs(), len(want), true, a.p.done)
+	replayed := logInt(t, line, "changes")
+	total := changelogChangesOf(t, b.Addrs(), "sensor-sums-shared-changelog")
+	t.Logf("the takeover replayed %d changes; the changelog holds %d", replayed, total)
+	if replayed*4 >= total {
+		t.Errorf("the takeover replayed %d of the changelog's %d changes: more than its tail", replayed, total)
+	}
+	if err := a.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-a.p.done; err != nil {
+		t.Errorf("a did not stop cleanly: %v", err)
+	}
+	checkResults(t, got, want, true)
+}
+
+// readLog returns what p logged so far.
+func readLog(p *weirProc) string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// allTasks is how a log line lists every task of n: "[0 1 … n-1]".
+func allTasks(n int) string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+// logInt returns the integer attribute key of a log line.
+func logInt(t *testing.T, line, key string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		t.Fatalf("no %s in %q", key, line)
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s in %q: %v", key, line, err)
+	}
+	return n
+}

@@ -43,7 +43,7 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
 		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore,
-		Tasks: b.taskSet(), Resumed: b.resumed}
+		Tasks: b.taskSet(), Resumed: b.resumed, StandbyTasks: b.standbyTasks()}
 }
 
 // checkpoints brings the state to the last checkpoint and sets up the
@@ -62,6 +62,16 @@ func (b *builder) checkpoints(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// standbyTasks returns what tells a run sharing its group by task which
+// tasks it keeps standby copies of, or nil without standby replicas.
+func (b *builder) standbyTasks() func(context.Context) ([]int32, error) {
+	n := b.Config.Checkpoints.StandbyReplicas
+	if !b.byTask || n == 0 {
+		return nil
+	}
+	return func(ctx context.Context) ([]int32, error) { return b.Carry.source.StandbyTasks(ctx, n) }
 }
 
 // taskSet returns the tasks of a run sharing its group by task, or nil.

@@ -27,6 +27,11 @@ type Meta struct {
 	// ChangelogNext is partition 0's offset, as stores written when
 	// every changelog had one partition recorded it.
 	ChangelogNext int64 `json:"changelog_next,omitempty"`
+	// TaskMarkers are, by changelog partition, the last markers a run
+	// sharing its group by task read for tasks it kept standby copies of
+	// and did not own: the checkpoint the store's copy of each stands at,
+	// for a run that is given the task.
+	TaskMarkers map[int32]json.RawMessage `json:"task_markers,omitempty"`
 }
 
 // Offsets returns, per changelog partition, the offset a replay starts
@@ -62,6 +67,11 @@ type Coordinator struct {
 	// its task stands (Meta.ChangelogOffsets), kept from one checkpoint
 	// to the next.
 	offsets []int64
+	// standbys, when the run keeps standby replicas, warms the copies of
+	// the tasks it is a standby for; taskMarkers are their last markers
+	// (Meta.TaskMarkers).
+	standbys    *standbys
+	taskMarkers map[int32]json.RawMessage
 }
 
 // Txn is the Kafka transaction of an exactly-once run (*kafka.Txn).
@@ -99,6 +109,10 @@ type Setup struct {
 	// of tasks ended, with the same transactional producer, which is not
 	// fenced again.
 	Resumed bool
+	// StandbyTasks, for a run sharing its group by task with standby
+	// replicas (checkpoints.standby_replicas), returns the tasks it is a
+	// standby for now.
+	StandbyTasks func(context.Context) ([]int32, error)
 }
 
 // Run prepares a run's checkpoints, once its sources exist:
@@ -160,7 +174,11 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		if su.Tasks != nil {
 			su.Tasks.SetCount(cl.Partitions())
 			ck.Tasks = su.Tasks
+			if su.StandbyTasks != nil {
+				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks}
+			}
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
+			ck.taskMarkers = meta.TaskMarkers
 		} else {
 			res, err = r.replay(ctx, &meta)
 		}
@@ -385,6 +403,14 @@ func allAt(last [][]byte, current, m []byte) bool {
 	return len(last) > 0
 }
 
+// keepMarker records m as the last marker of standby task p.
+func (ck *Coordinator) keepMarker(p int32, m []byte) {
+	if ck.taskMarkers == nil {
+		ck.taskMarkers = map[int32]json.RawMessage{}
+	}
+	ck.taskMarkers[p] = m
+}
+
 // Commit is engine.Checkpointing.Commit. Without a changelog the store
 // takes the checkpoint alone, after the Kafka transaction in an
 // exactly-once run; a transaction a rebalance aborted is not an error
@@ -453,6 +479,9 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 			owned = []int32{}
 		}
 	}
+	warmed := ck.standbys.warm(ctx, ck.offsets, owned, ck.keepMarker)
+	meta.TaskMarkers = ck.taskMarkers
+	b, _ = json.Marshal(meta)
 	if err := ck.Store.Prepare(b); err != nil {
 		return err
 	}
@@ -460,7 +489,7 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 	if err != nil {
 		return err
 	}
-	if skipped > 0 {
+	if skipped > warmed { // the standby tasks' keys are the store's, not the run's
 		ck.Logger.Warn("checkpoint: changes of keys whose tasks another instance owns were not written to the changelog", "changes", skipped)
 	}
 	if ck.Txn != nil {

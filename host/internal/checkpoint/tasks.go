@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
@@ -175,17 +176,30 @@ func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (k
 	if err != nil || res.Next == nil {
 		return res, err // no changelog yet
 	}
-	eng, err := taskCheckpoint(meta.Engine, res.Markers, owned)
+	markers := slices.Clone(res.Markers)
+	kept := map[int32]json.RawMessage{}
+	for p, m := range meta.TaskMarkers {
+		switch {
+		case slices.Contains(owned, p) && int(p) < len(markers) && markers[p] == nil:
+			markers[p] = m // a standby copy, now the run's: its checkpoint
+		case !slices.Contains(owned, p):
+			kept[p] = m
+		}
+	}
+	eng, err := taskCheckpoint(meta.Engine, markers, owned)
 	if err != nil {
 		return res, fmt.Errorf("checkpoints: restoring the tasks' checkpoints from the changelog: %w", err)
+	}
+	if len(kept) == 0 {
+		kept = nil
 	}
 	if eng == nil {
 		// Nothing was ever checkpointed for these tasks: nothing to
 		// record, and the run starts from the group's offsets.
-		meta.ChangelogOffsets = res.Next
+		meta.ChangelogOffsets, meta.TaskMarkers = res.Next, kept
 		return res, nil
 	}
-	*meta = Meta{Engine: eng, ChangelogOffsets: res.Next}
+	*meta = Meta{Engine: eng, ChangelogOffsets: res.Next, TaskMarkers: kept}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return res, err
@@ -193,8 +207,61 @@ func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (k
 	if err := r.cs.Checkpoint(b); err != nil {
 		return res, fmt.Errorf("checkpoints: recording the state restored from the changelog: %w", err)
 	}
-	if res.Changes > 0 || slices.ContainsFunc(res.Markers, func(m []byte) bool { return m != nil }) {
-		r.log.Info("tasks restored from the changelog", "tasks", owned, "changes", res.Changes, "changelog_offsets", res.Next)
-	}
+	r.log.Info("tasks restored from the changelog", "tasks", owned, "changes", res.Changes, "changelog_offsets", res.Next)
 	return res, nil
+}
+
+// standbyEvery is how often a run sharing its group by task brings its
+// standby tasks' copies up to date.
+const standbyEvery = time.Second
+
+// standbys keeps warm copies of the tasks a run is a standby for (Kafka
+// Streams' standby replicas, per task): at most every standbyEvery, at a
+// checkpoint, it applies what their changelog partitions gained since the
+// store's copy, and the checkpoint records where each copy stands, so
+// that the instance given one of those tasks replays only the tail. It is
+// used by the checkpointing goroutine.
+type standbys struct {
+	r     restorer
+	tasks func(context.Context) ([]int32, error) // the run's standby tasks now
+	last  time.Time
+}
+
+// warm applies the standby tasks' new changes to the store, moves their
+// offsets on and keeps the last marker each showed, returning how many
+// changes it applied. Failures are
+// logged: the copies stay where they were, and the next pass tries again.
+func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, keep func(p int32, marker []byte)) int {
+	if s == nil || time.Since(s.last) < standbyEvery {
+		return 0
+	}
+	s.last = time.Now()
+	tasks, err := s.tasks(ctx)
+	if err != nil {
+		s.r.log.Warn("standby tasks: asking the group who owns what failed; trying again", "error", err)
+		return 0
+	}
+	tasks = slices.DeleteFunc(tasks, func(p int32) bool { return slices.Contains(owned, p) || int(p) >= len(offsets) })
+	if len(tasks) == 0 {
+		return 0
+	}
+	r := s.r
+	r.only, r.progress = tasks, nil
+	res, err := r.pass(ctx, offsets)
+	if err != nil {
+		s.r.log.Warn("standby tasks: applying their changelog partitions failed; trying again", "tasks", tasks, "error", err)
+		return 0
+	}
+	for _, p := range tasks {
+		if int(p) < len(res.Next) {
+			offsets[p] = res.Next[p]
+		}
+		if int(p) < len(res.Markers) && res.Markers[p] != nil {
+			keep(p, res.Markers[p])
+		}
+	}
+	if res.Changes > 0 {
+		s.r.log.Debug("standby tasks: applied their changelog partitions", "tasks", tasks, "changes", res.Changes)
+	}
+	return res.Changes
 }

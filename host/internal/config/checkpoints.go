@@ -38,9 +38,18 @@ type Checkpoints struct {
 	// not given: the host then makes it per instance for a pipeline whose
 	// instances may run side by side (one without keyed state).
 	DefaultTransactionalID bool
+	// StandbyReplicas is, for a pipeline whose instances share its
+	// consumer group by task, how many other instances keep a warm copy
+	// of each task's state, applying its changelog partition as it grows,
+	// so that one given the task replays only the tail (Kafka Streams'
+	// num.standby.replicas); default 0.
+	StandbyReplicas int
 }
 
-var checkpointFields = []string{"interval", "delivery", "changelog_topic", "transactional_id"}
+// MaxStandbyReplicas bounds checkpoints.standby_replicas.
+const MaxStandbyReplicas = 16
+
+var checkpointFields = []string{"interval", "delivery", "changelog_topic", "transactional_id", "standby_replicas"}
 
 // checkpoints decodes the optional top-level checkpoints block.
 func (d *decoder) checkpoints(parent *object) Checkpoints {
@@ -64,6 +73,9 @@ func (d *decoder) checkpoints(parent *object) Checkpoints {
 	}
 	if v, st := o.nonEmpty("transactional_id"); st == good {
 		c.TransactionalID = v
+	}
+	if v, st := o.int("standby_replicas", 0, MaxStandbyReplicas); st == good {
+		c.StandbyReplicas = int(v)
 	}
 	o.finish(checkpointFields, checkpointFields, "the checkpoints block")
 	return c

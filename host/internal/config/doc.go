@@ -180,7 +180,8 @@
 //	  delivery: at_least_once  # at_least_once (default) | exactly_once (Kafka outputs: one Kafka transaction per
 //	                        #   checkpoint, readers use read_committed; files: cut back to the checkpoint on restart)
 //	  changelog_topic: p-changelog  # runs with a Kafka source and keyed state; default "<name>-changelog"
-//	  transactional_id: weir-p      # exactly_once; default "weir-<name>" (without keyed state, "-<instance_id or host name>" appended); stable across restarts
+//	  transactional_id: weir-p      # exactly_once; default "weir-<name>" (with instances side by side, "-<instance_id or host name>" appended); stable across restarts
+//	  standby_replicas: 1   # instances sharing the group by task: other instances keeping a warm copy of each task's state; default 0, at most 16
 //	dead_letter:            # optional, default {type: stderr}
 //	  type: file            # stderr | file | kafka
 //	  path: dlq.jsonl       # file: required; its directory must exist; appended to, kept on resume, as a file sink

@@ -1,9 +1,15 @@
 package kafka
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/weir-stream/weir/host/internal/task"
 )
@@ -143,4 +149,66 @@ func (t *Tasks) moveTo(held []int32) bool {
 	}
 	t.owned, t.moved = held, true
 	return true
+}
+
+// StandbyTasks returns the tasks this member of the source's group keeps
+// warm copies of with replicas standby replicas: the members, ordered by
+// instance id (or member id), form a ring, and each task's standbys are
+// the replicas members after its owner. It asks the group's coordinator.
+// The group's assignor knows nothing of standbys, so a task that moves
+// may go to a member that is not its standby; that member then replays
+// the task's whole changelog partition.
+func (s *Source) StandbyTasks(ctx context.Context, replicas int) ([]int32, error) {
+	memberID, _ := s.cl.GroupMetadata()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	gs, err := kadm.NewClient(s.cl).DescribeGroups(ctx, s.group)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := gs[s.group]
+	if !ok || g.Err != nil {
+		return nil, fmt.Errorf("describing group %q: %v", s.group, g.Err)
+	}
+	var ms []groupMember
+	for _, m := range g.Members {
+		gm := groupMember{id: m.MemberID, name: m.MemberID}
+		if m.InstanceID != nil {
+			gm.name = *m.InstanceID
+		}
+		if c, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				gm.tasks = append(gm.tasks, t.Partitions...)
+			}
+		}
+		ms = append(ms, gm)
+	}
+	return standbyTasks(ms, memberID, replicas), nil
+}
+
+// groupMember is a member of a group sharing by task: its member id, the
+// name it is ordered by (its instance id, or else its member id), and the
+// tasks it owns.
+type groupMember struct {
+	id, name string
+	tasks    []int32
+}
+
+// standbyTasks computes StandbyTasks from the group's members.
+func standbyTasks(members []groupMember, self string, replicas int) []int32 {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, func(a, b groupMember) int { return strings.Compare(a.name, b.name) })
+	me := slices.IndexFunc(ms, func(m groupMember) bool { return m.id == self })
+	if me < 0 {
+		return nil
+	}
+	var out []int32
+	for i, m := range ms {
+		ahead := (me - i + len(ms)) % len(ms) // how far this member is after the owner
+		if ahead > 0 && ahead <= replicas {
+			out = append(out, m.tasks...)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -72,3 +72,32 @@ func TestTasksOwnsKey(t *testing.T) {
 		}
 	}
 }
+
+// TestStandbyTasks checks the ring standbys are placed on: members
+// ordered by instance id, each task's standbys the replicas members after
+// its owner, never the owner itself.
+func TestStandbyTasks(t *testing.T) {
+	ms := []groupMember{
+		{id: "m-c", name: "c", tasks: []int32{2, 5}},
+		{id: "m-a", name: "a", tasks: []int32{0, 3}},
+		{id: "m-b", name: "b", tasks: []int32{1, 4}},
+	}
+	for _, tc := range []struct {
+		name     string
+		self     string
+		replicas int
+		want     []int32
+	}{
+		{"one replica: a's standbys are b's", "m-b", 1, []int32{0, 3}},
+		{"one replica, round the ring", "m-a", 1, []int32{2, 5}},
+		{"two replicas: everything but its own", "m-a", 2, []int32{1, 2, 4, 5}},
+		{"more replicas than members", "m-c", 5, []int32{0, 1, 3, 4}},
+		{"not a member", "m-x", 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := standbyTasks(ms, tc.self, tc.replicas); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("standby tasks %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
