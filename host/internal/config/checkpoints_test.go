@@ -13,11 +13,13 @@ func TestParseCheckpoints(t *testing.T) {
 		enabled  bool
 		interval time.Duration
 		delivery string
+		standbys int
 	}{
 		{name: "absent", doc: "", interval: DefaultCheckpointInterval, delivery: AtLeastOnce},
 		{name: "empty block", doc: "checkpoints: {}\n", enabled: true, interval: DefaultCheckpointInterval, delivery: AtLeastOnce},
 		{name: "interval", doc: "checkpoints: {interval: 250ms}\n", enabled: true, interval: 250 * time.Millisecond, delivery: AtLeastOnce},
 		{name: "exactly once", doc: "checkpoints: {delivery: exactly_once}\n", enabled: true, interval: DefaultCheckpointInterval, delivery: ExactlyOnce},
+		{name: "standby replicas", doc: "checkpoints: {standby_replicas: 2}\n", enabled: true, interval: DefaultCheckpointInterval, delivery: AtLeastOnce, standbys: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -28,7 +30,7 @@ func TestParseCheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := p.Checkpoints
-			if c.Enabled != tt.enabled || c.Interval != tt.interval || c.Delivery != tt.delivery {
+			if c.Enabled != tt.enabled || c.Interval != tt.interval || c.Delivery != tt.delivery || c.StandbyReplicas != tt.standbys {
 				t.Fatalf("checkpoints = %+v", c)
 			}
 		})
@@ -47,6 +49,10 @@ func TestParseCheckpointErrors(t *testing.T) {
 			want: `pipeline.yaml:3:25: checkpoints.interval: must be positive`},
 		{name: "bad delivery", doc: badger + "checkpoints: {delivery: twice}\n" + kafkaIO,
 			want: `pipeline.yaml:3:25: checkpoints.delivery: invalid value "twice"`},
+		{name: "too many standby replicas", doc: badger + "checkpoints: {standby_replicas: 17}\n" + kafkaIO,
+			want: `pipeline.yaml:3:33: checkpoints.standby_replicas:`},
+		{name: "negative standby replicas", doc: badger + "checkpoints: {standby_replicas: -1}\n" + kafkaIO,
+			want: `pipeline.yaml:3:33: checkpoints.standby_replicas:`},
 		{name: "unknown field", doc: badger + "checkpoints: {every: 1s}\n" + kafkaIO,
 			want: `pipeline.yaml:3:15: checkpoints: unknown field "every"`},
 		{name: "stdin", doc: badger + "checkpoints: {}\nsources: [{name: in, type: stdin}]\nsinks: [{name: out, type: stdout}]\n",
