@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,9 +34,11 @@ const (
 // Kafka record key, as three instances in one consumer group on a
 // 12-partition topic produced by key, each instance on its own "machine"
 // (state directory and instance_id). While the readings flow, one
-// instance is killed (SIGKILL), a fourth starts later, and one stops
-// cleanly. The group moves tasks at each step, and each instance given a
-// task restores it from its changelog partition. Exactly once, a
+// instance is killed (SIGKILL); once the others have taken its tasks a
+// fourth starts, and then one stops cleanly. The group moves tasks at
+// each step, and each instance given a task restores it from its
+// changelog partition. At the end the two left own every task, and one
+// answers /api/state for its own keys and names the other for the rest. Exactly once, a
 // read_committed consumer must see every window once with the right sums;
 // at least once, every window with the right sums, and nothing else but
 // repeats. Every instance must have read records.
@@ -86,10 +89,9 @@ func sharedByTask(t *testing.T, mode string) {
 		t.Fatal(err)
 	}
 	<-bb.p.done
-	pause()
+	// Once b's session times out, a and c own every task between them.
+	waitOwnAll(t, "a and c to take b's tasks", a, c)
 	d := start("d")
-	// d gets tasks once b's session times out, the group learning it is
-	// gone.
 	d.waitRead(t, "the late instance reading")
 	pause()
 	if err := a.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -101,15 +103,8 @@ func sharedByTask(t *testing.T, mode string) {
 
 	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", c.p.done)
 	// Once a's session is gone, c and d own every task between them.
-	weirtest.PollUntil(t, 30*time.Second, "c and d to own every task", func() bool {
-		owned := map[int32]bool{}
-		for _, in := range []*sharedInstance{c, d} {
-			for _, p := range ownedTasks(in.admin) {
-				owned[p] = true
-			}
-		}
-		return len(owned) == sharedPartitions
-	})
+	waitOwnAll(t, "c and d to own every task", c, d)
+	checkStateQueries(t, c, d, want)
 	for _, name := range []string{"c", "d"} {
 		in := instances[name]
 		in.waitRead(t, "reading by the end")
@@ -173,6 +168,58 @@ func sourceRecords(admin string) int64 {
 		}
 	}
 	return 0
+}
+
+// waitOwnAll waits until the instances own every task between them, as
+// their /api/pipeline says.
+func waitOwnAll(t *testing.T, what string, ins ...*sharedInstance) {
+	t.Helper()
+	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
+		owned := map[int32]bool{}
+		for _, in := range ins {
+			for _, p := range ownedTasks(in.admin) {
+				owned[p] = true
+			}
+		}
+		return len(owned) == sharedPartitions
+	})
+}
+
+// checkStateQueries asks c's /api/state for a sensor's windows: for a
+// sensor of one of c's tasks it answers; for one of d's it answers 421,
+// naming d's instance_id, as Kafka Streams' queryMetadataForKey would.
+func checkStateQueries(t *testing.T, c, d *sharedInstance, want map[string]window) {
+	t.Helper()
+	mine := map[int32]bool{}
+	for _, p := range ownedTasks(c.admin) {
+		mine[p] = true
+	}
+	part := kgo.StickyKeyPartitioner(nil).ForTopic("readings")
+	asked := map[bool]bool{}
+	for _, w := range want {
+		local := mine[int32(part.Partition(&kgo.Record{Key: []byte(w.Sensor)}, sharedPartitions))]
+		if asked[local] {
+			continue
+		}
+		asked[local] = true
+		resp, err := http.Get("http://" + c.admin + "/api/state?operator=sums&key=" + url.QueryEscape(w.Sensor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Owner struct {
+				InstanceID string `json:"instance_id"`
+			} `json:"owner"`
+		}
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		switch {
+		case local && resp.StatusCode != http.StatusOK:
+			t.Errorf("c's /api/state for %q, of one of its tasks: status %d", w.Sensor, resp.StatusCode)
+		case !local && (resp.StatusCode != http.StatusMisdirectedRequest || body.Owner.InstanceID != "shared-d"):
+			t.Errorf("c's /api/state for %q, of one of d's tasks: status %d, owner %q; want 421 naming shared-d", w.Sensor, resp.StatusCode, body.Owner.InstanceID)
+		}
+	}
 }
 
 // ownedTasks returns the tasks the pipeline at admin says it owns, from

@@ -46,6 +46,7 @@ type Options struct {
 //	                              and report each operator's outcome (host.ReloadResult)
 //	POST /api/plugins/promote     promote an operator's shadow plugin (?pipeline=NAME&operator=NAME)
 //	GET  /api/state               an operator's state for one record key, read now, JSON
+//	                              (421, naming the owner, for a key of another instance's task)
 //	                              (?operator=NAME&key=KEY or &key_hex=HEX; &pipeline=NAME with several)
 //
 // Requests are checked in this order:
@@ -491,6 +492,12 @@ func (a *Server) apiState(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, host.ErrNoSuchOperator) {
 			errs = append(errs, err.Error())
 			continue
+		}
+		if nl := (*host.NotLocalError)(nil); errors.As(err, &nl) {
+			// As Kafka Streams' queryMetadataForKey: say who has it.
+			writeJSON(w, http.StatusMisdirectedRequest, map[string]any{"error": p.Name() + ": " + err.Error(),
+				"pipeline": p.Name(), "task": nl.Task, "owner": nl.Owner})
+			return
 		}
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": p.Name() + ": " + err.Error()})

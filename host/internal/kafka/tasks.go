@@ -212,3 +212,42 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 	slices.Sort(out)
 	return out
 }
+
+// TaskOwner is the member of a group sharing by task that owns a task.
+type TaskOwner struct {
+	InstanceID string // its static member id, or ""
+	ClientID   string
+	Host       string
+}
+
+// TaskOwner asks the group's coordinator which member owns task (the
+// partition of the source's topic); ok is false when none does (the group
+// is rebalancing).
+func (s *Source) TaskOwner(ctx context.Context, task int32) (owner TaskOwner, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	gs, err := kadm.NewClient(s.cl).DescribeGroups(ctx, s.group)
+	if err != nil {
+		return owner, false, err
+	}
+	g := gs[s.group]
+	if g.Err != nil {
+		return owner, false, g.Err
+	}
+	for _, m := range g.Members {
+		c, isConsumer := m.Assigned.AsConsumer()
+		if !isConsumer {
+			continue
+		}
+		for _, t := range c.Topics {
+			if slices.Contains(s.topics, t.Topic) && slices.Contains(t.Partitions, task) {
+				owner = TaskOwner{ClientID: m.ClientID, Host: m.ClientHost}
+				if m.InstanceID != nil {
+					owner.InstanceID = *m.InstanceID
+				}
+				return owner, true, nil
+			}
+		}
+	}
+	return owner, false, nil
+}
