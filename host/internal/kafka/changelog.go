@@ -3,9 +3,11 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -50,6 +52,16 @@ const ChangelogMarker = "\x00\x00weir-checkpoint"
 // in no order a replay could restore; Replay refuses it. Markers without
 // the header come from changelogs of one partition.
 const ChangelogTasksHeader = "weir-tasks"
+
+// ChangelogCheckpointHeader is the header that names, on every change
+// and marker of one checkpoint's write, the write it belongs to (a random
+// id). A replay applies a partition's changes only when the marker that
+// follows them names the same write: the changes of a write that never
+// reached its marker (its instance died mid-checkpoint, at least once)
+// are dropped, so the state is never ahead of the checkpoint a replay
+// adopts. Changes without the header (changelogs written before it) are
+// applied as they come.
+const ChangelogCheckpointHeader = "weir-checkpoint"
 
 // ChangelogPartitionsFixed is what to do when a changelog's partitions
 // changed, for the errors that refuse such a changelog.
@@ -238,6 +250,7 @@ func (c *Changelog) partition(key []byte) int32 {
 // write) in skipped.
 func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value []byte, deleted bool) error) error, meta []byte, owned []int32) (next []int64, skipped int, err error) {
 	writes := c.writeMask(owned)
+	id := []kgo.RecordHeader{{Key: ChangelogCheckpointHeader, Value: binary.BigEndian.AppendUint64(nil, rand.Uint64())}}
 	p := &promises{}
 	n := 0
 	err = each(func(key, value []byte, deleted bool) error {
@@ -246,7 +259,7 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 			skipped++
 			return nil
 		}
-		r := &kgo.Record{Topic: c.topic, Partition: part, Key: bytes.Clone(key)}
+		r := &kgo.Record{Topic: c.topic, Partition: part, Key: bytes.Clone(key), Headers: id}
 		if !deleted {
 			r.Value = append([]byte{'v'}, value...)
 		}
@@ -264,7 +277,7 @@ func (c *Changelog) Write(ctx context.Context, each func(yield func(key, value [
 	}
 	next = make([]int64, c.parts)
 	value := append([]byte{'m'}, meta...)
-	tasks := []kgo.RecordHeader{{Key: ChangelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}}
+	tasks := []kgo.RecordHeader{{Key: ChangelogTasksHeader, Value: strconv.AppendInt(nil, int64(c.parts), 10)}, id[0]}
 	for part := range c.parts {
 		if !writes[part] {
 			next[part] = -1
@@ -419,6 +432,11 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, on
 			return res, err
 		}
 	}
+	res.Next = rp.unsealed()
+	if rp.dropped > 0 {
+		log.Info("changelog: dropped the changes of checkpoints that never completed (an instance stopped while writing one)",
+			"topic", topic, "changes", rp.dropped)
+	}
 	if res.Changes > 0 || res.Meta() != nil {
 		log.Info("replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
 	}
@@ -433,6 +451,18 @@ type replayRun struct {
 	from  []int64
 	end   []int64
 	next  []int64
+	// pending holds, per partition, the changes read since its last
+	// marker, which that write's marker applies; sealed is the offset
+	// after the partition's last marker read (from, before any).
+	pending [][]pendingChange
+	sealed  []int64
+	dropped int // changes of writes that never reached their marker
+}
+
+// pendingChange is a change a replay holds until its write's marker.
+type pendingChange struct {
+	id, key, value []byte
+	deleted        bool
 }
 
 // progress returns how far the replay is.
@@ -476,6 +506,8 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 		at[int32(p)] = kgo.NewOffset().At(rp.next[p])
 	}
 	rp.from = slices.Clone(rp.next)
+	rp.sealed = slices.Clone(rp.next)
+	rp.pending = make([][]pendingChange, len(end))
 	log.Debug("changelog: replaying", "topic", topic, "from", rp.next, "to", end)
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: at})
 	return rp, nil
@@ -536,6 +568,20 @@ func (rp *replayRun) checkTasks(r *kgo.Record) error {
 	return nil
 }
 
+// unsealed returns where the next replay continues, per partition: after
+// the last record read, or, where changes wait for their write's marker
+// (one being written now, or one that never will be), after the last
+// marker, so that the next replay reads them again.
+func (rp *replayRun) unsealed() []int64 {
+	next := slices.Clone(rp.next)
+	for p, pend := range rp.pending {
+		if len(pend) > 0 {
+			next[p] = rp.sealed[p]
+		}
+	}
+	return next
+}
+
 // done reports whether every partition is read to its end.
 func (rp *replayRun) done() bool {
 	for p, e := range rp.end {
@@ -570,6 +616,7 @@ func (rp *replayRun) poll(ctx context.Context, res *ReplayResult, apply func(key
 
 // record applies one changelog record.
 func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, value []byte, deleted bool) error) error {
+	id := recordHeader(r, ChangelogCheckpointHeader)
 	switch {
 	case r.Attrs.IsControl():
 		return nil
@@ -580,16 +627,59 @@ func (rp *replayRun) record(r *kgo.Record, res *ReplayResult, apply func(key, va
 		if err := rp.checkTasks(r); err != nil {
 			return err
 		}
+		if err := rp.seal(r.Partition, id, res, apply); err != nil {
+			return err
+		}
 		res.Markers[r.Partition] = bytes.Clone(r.Value[1:])
+		rp.sealed[r.Partition] = r.Offset + 1
 		return nil
-	case r.Value == nil:
+	case r.Value != nil && (len(r.Value) == 0 || r.Value[0] != 'v'):
+		return errors.New("value without the 'v' prefix")
+	case id == nil: // written before writes were named: applied at once
 		res.Changes++
-		return apply(r.Key, nil, true)
-	case len(r.Value) > 0 && r.Value[0] == 'v':
-		res.Changes++
-		return apply(r.Key, r.Value[1:], false)
+		return apply(r.Key, valueOf(r.Value), r.Value == nil)
 	}
-	return errors.New("value without the 'v' prefix")
+	rp.pending[r.Partition] = append(rp.pending[r.Partition],
+		pendingChange{id: id, key: r.Key, value: valueOf(r.Value), deleted: r.Value == nil})
+	return nil
+}
+
+// valueOf returns a change's state value: v without its 'v' prefix, or
+// nil for a deletion.
+func valueOf(v []byte) []byte {
+	if v == nil {
+		return nil
+	}
+	return v[1:]
+}
+
+// seal applies, at partition's marker of write id, the changes held since
+// the partition's last marker that belong to that write, in order, and
+// drops the others: a write that never reached its marker.
+func (rp *replayRun) seal(partition int32, id []byte, res *ReplayResult, apply func(key, value []byte, deleted bool) error) error {
+	for _, c := range rp.pending[partition] {
+		if id != nil && !bytes.Equal(c.id, id) {
+			rp.dropped++
+			continue
+		}
+		res.Changes++
+		if err := apply(c.key, c.value, c.deleted); err != nil {
+			return err
+		}
+	}
+	clear(rp.pending[partition])
+	rp.pending[partition] = rp.pending[partition][:0]
+	return nil
+}
+
+// recordHeader returns the value of r's header key, or nil.
+func recordHeader(r *kgo.Record, key string) []byte {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return h.Value
+		}
+	}
+	return nil
 }
 
 // Close closes the changelog's own client (not a transaction's).
