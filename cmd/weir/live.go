@@ -167,6 +167,9 @@ func statusText(name string, st, prev host.Stats, secs float64) string {
 	if st.ConsumerLag != nil && *st.ConsumerLag > 0 {
 		s += fmt.Sprintf(" lag %d", *st.ConsumerLag)
 	}
+	if st.Tasks != nil {
+		s += fmt.Sprintf(" tasks %d", len(st.Tasks))
+	}
 	if st.Watermark != nil {
 		s += " wm " + time.UnixMilli(*st.Watermark).UTC().Format("15:04:05")
 	}

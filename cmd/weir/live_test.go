@@ -34,6 +34,9 @@ func TestStatusText(t *testing.T) {
 		"r: restoring state from the changelog: 250000 records replayed, 750000 left over 12 tasks, about 6s to go"; got != want {
 		t.Errorf("restoring status %q, want %q", got, want)
 	}
+	if got := statusText("t", host.Stats{Tasks: []int32{0, 5, 7}}, host.Stats{}, 1); got != "t: in 0/s out 0/s tasks 3" {
+		t.Errorf("status of an instance sharing its group by task %q", got)
+	}
 	if isTerminal(&strings.Builder{}) {
 		t.Error("a strings.Builder is not a terminal")
 	}

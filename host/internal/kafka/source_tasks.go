@@ -162,6 +162,11 @@ func (r *sourceRun) foreignTask(kr *kgo.Record) string {
 	if r.owned[t] {
 		return ""
 	}
+	if kr.Key == nil {
+		return fmt.Sprintf("%s[%d]@%d: the record has no key: the state of unkeyed records (a window over the whole stream) is task %d's of %d, "+
+			"which another instance of the pipeline owns; give the records keys, or run a single instance",
+			kr.Topic, kr.Partition, kr.Offset, t, len(r.owned))
+	}
 	return fmt.Sprintf("%s[%d]@%d: the record key belongs to task %d of %d, which another instance of the pipeline owns: "+
 		"the topic is not partitioned by record key as Kafka's default partitioner (murmur2) places keys, "+
 		"so this record cannot reach its key's state; produce the topic by key, or run a single instance",
