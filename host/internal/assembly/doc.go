@@ -3,7 +3,10 @@
 // operator type to the package implementing it, loads each operator
 // through its row (LoadOperators), and assembles each run (Build): the
 // Kafka client or embedded broker, the standby wait of a pipeline with
-// keyed state, the sources, the checkpoints, each operator's step, the
-// sinks and the dead-letter output. It is given its dependencies
-// explicitly (Deps) and never sees the host's Pipeline.
+// keyed state that runs one active instance, the sources, the
+// checkpoints, each operator's step, the sinks and the dead-letter output.
+// A pipeline whose instances share its consumer group by task (tasks.go)
+// keeps its Kafka source across the runs the group's moves of tasks start
+// (Carry). It is given its dependencies explicitly (Deps) and never sees
+// the host's Pipeline.
 package assembly
