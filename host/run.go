@@ -79,6 +79,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		switch {
 		case err == nil || ctx.Err() != nil:
 			return total, err
+		case errors.Is(err, errTasksGained):
+			p.opts.Logger.Info("the consumer group gave this instance tasks; the run stopped at a checkpoint and starts again for its tasks",
+				"pipeline", p.cfg.Name)
 		case errors.Is(err, kafka.ErrTasksChanged):
 			if rerr := p.resumeTasks(ctx, carry); rerr != nil {
 				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
@@ -108,6 +111,11 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		}
 	}
 }
+
+// errTasksGained ends a run, at its final checkpoint, that the consumer
+// group only gave tasks: the next run starts from that checkpoint, with
+// nothing to roll back.
+var errTasksGained = errors.New("the consumer group gave this instance tasks")
 
 // resumeTasks gets a pipeline sharing its group by task ready to run
 // again after the group moved its tasks: the transaction aborted
@@ -155,7 +163,9 @@ func (s Summary) untouched() bool {
 
 // runOnce builds the pipeline and runs it once.
 func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Summary) (sum Summary, err error) {
-	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger, Carry: carry,
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger, Carry: carry, StopRun: stopRun,
 		Stdin: p.opts.Stdin, Stdout: p.opts.Stdout, Stderr: p.opts.Stderr,
 		OnStandby: func() { p.runState.Store(StateStandby) }, OnRestore: p.onRestore}
 	if p.opts.Broker != nil {
@@ -192,6 +202,11 @@ func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Su
 		defer cancel()
 		pluginop.Watch(wctx, p.pluginOps(), p.opts.Logger)
 	}
-	es, err := ep.Run(ctx)
+	es, err := ep.Run(runCtx)
+	if err == nil && ctx.Err() == nil && runCtx.Err() != nil && carry.Moved() {
+		// The group gave this instance tasks: the run stopped and
+		// checkpointed, and the next one takes them on.
+		err = errTasksGained
+	}
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
 }

@@ -36,6 +36,11 @@ type Deps struct {
 	// instances share their consumer group by task; a pipeline keeps one
 	// for all its runs. Nil: no run shares by task.
 	Carry *Carry
+	// StopRun ends this run as a stop does (cancelling the context its
+	// engine runs with), for a run sharing its group by task that the
+	// group only gave tasks: it drains and takes a final checkpoint, and
+	// the caller builds the next run for the tasks owned then.
+	StopRun func()
 }
 
 // EmbeddedBroker is a running embedded Kafka broker that pipelines share.

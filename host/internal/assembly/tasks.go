@@ -20,6 +20,11 @@ type Carry struct {
 	tasks  *kafka.Tasks
 }
 
+// Moved reports whether the group moved tasks to or from the instance
+// since the last run was built: a run that ended without an error then
+// stopped for it, and the next is built for the tasks owned now.
+func (c *Carry) Moved() bool { return c != nil && c.tasks != nil && c.tasks.Moved() }
+
 // Close closes the carried source: it leaves the group.
 func (c *Carry) Close() error {
 	if c == nil || c.source == nil {
@@ -97,6 +102,15 @@ func (b *builder) decideTasks() error {
 	if b.Carry.tasks == nil {
 		b.Carry.tasks = kafka.NewTasks(b.Config.Checkpoints.Delivery == config.ExactlyOnce)
 	}
+	// At least once, a run the group only gave tasks stops at a final
+	// checkpoint rather than rolling back, so nothing is done twice.
+	// Exactly once it rolls back as for any move: the transaction's
+	// abort is what puts every partition back where the checkpoint is.
+	stop := b.StopRun
+	if b.Config.Checkpoints.Delivery == config.ExactlyOnce {
+		stop = nil
+	}
+	b.Carry.tasks.SetStop(stop)
 	return nil
 }
 

@@ -200,7 +200,9 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		settings.Restore = cp
 		su.Logger.Info("resuming from a checkpoint", "epoch", cp.Epoch, "watermark", cp.Watermark)
 	}
-	if txn != nil {
+	if txn != nil && !(su.Resumed && txn.Open()) {
+		// A run resumed after one that stopped for gaining tasks has
+		// the transaction its final checkpoint began.
 		if err := txn.Begin(); err != nil {
 			return nil, close, err
 		}

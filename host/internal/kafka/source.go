@@ -281,6 +281,7 @@ type Source struct {
 	gate         *restoreGate
 	tasks        *Tasks // SourceConfig.Tasks
 	runs         int    // Runs begun (owned by Run's goroutine)
+	restoredRun  bool   // Restore was called for the coming Run (guarded by mu)
 
 	// lag is, per partition, the records after the last one polled, as of
 	// the fetch that brought it (guarded by mu).
@@ -509,8 +510,11 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if s.tasks != nil {
 		defer s.endTaskRun()
 	}
-	s.restoreDone() // no Restore before Run: the group's offsets stand
 	s.runs++
+	if s.runs > 1 {
+		s.forgetStaleRestore()
+	}
+	s.restoreDone() // no Restore before Run: the group's offsets stand
 	if s.runs > 1 {
 		s.rewind()
 	}
@@ -569,7 +573,9 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		return true, r.finish()
 	}
 	s.notePolled(fs)
-	if err := r.takeAssignment(); err != nil {
+	if err := r.takeAssignment(); errors.Is(err, errTasksGained) {
+		return true, nil // nothing of this poll was handed out
+	} else if err != nil {
 		return true, err
 	}
 	s.trackLag(fs)
@@ -613,6 +619,11 @@ func (r *sourceRun) takeAssignment() error {
 	}
 	if s.tasks != nil && s.tasks.Moved() {
 		s.cl.AllowRebalance()
+		if !s.tasks.Lost() && s.tasks.stopRun() {
+			// Only gained tasks: the run stops, drains and takes its
+			// final checkpoint; the next one starts from there.
+			return errTasksGained
+		}
 		return fmt.Errorf("kafka source %q: %w", s.name, ErrTasksChanged)
 	}
 	for _, tp := range announce {

@@ -74,7 +74,7 @@ func (s *Source) Restore(b json.RawMessage) error {
 		}
 	}
 	s.mu.Lock()
-	s.restore = restore
+	s.restore, s.restoredRun = restore, true
 	s.mu.Unlock()
 	return nil
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,6 +17,10 @@ import (
 // the next Run rewinds the partitions it still holds to where the rolled
 // back checkpoint had them.
 
+// errTasksGained ends a Run, as a stop, whose instance the group only gave
+// tasks (Tasks.SetStop).
+var errTasksGained = errors.New("kafka: the consumer group gave this instance tasks")
+
 // endTaskRun ends one Run of a source sharing its group by task: the next
 // run decides anew where partitions resume, and may call Run again.
 func (s *Source) endTaskRun() {
@@ -23,6 +28,19 @@ func (s *Source) endTaskRun() {
 	s.closeGateLocked()
 	s.mu.Unlock()
 	s.ran.Store(false)
+}
+
+// forgetStaleRestore begins a Run after the first: the offsets Restore
+// gave, or none when this run restored no checkpoint. The last run's are
+// kept until now: its final checkpoint, after its Run returned, records
+// them for the partitions it did not read.
+func (s *Source) forgetStaleRestore() {
+	s.mu.Lock()
+	if !s.restoredRun {
+		s.restore = nil
+	}
+	s.restoredRun = false
+	s.mu.Unlock()
 }
 
 // closeGateLocked makes partitions assigned from now on wait for the next
@@ -34,7 +52,6 @@ func (s *Source) closeGateLocked() {
 	select {
 	case <-s.gate.open:
 		s.gate = newRestoreGate()
-		s.restore = nil
 	default: // closed already: adjustOffsets may be waiting on it
 	}
 }

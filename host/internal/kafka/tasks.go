@@ -47,7 +47,9 @@ type Tasks struct {
 	owned []int32    // sorted partitions of the input topic
 	begun []int32    // owned when the run began
 	moved bool       // owned changed since Begin
+	lost  bool       // a task of begun is no longer owned
 	count int        // the tasks in all: the changelog's partitions
+	stop  func()     // ends the run as a stop does, when it only gained tasks
 }
 
 // NewTasks returns an empty set, for a run delivering exactly once or
@@ -59,9 +61,36 @@ func NewTasks(exactlyOnce bool) *Tasks { return &Tasks{exact: exactlyOnce} }
 func (t *Tasks) Begin() []int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.moved = false
+	t.moved, t.lost = false, false
 	t.begun = slices.Clone(t.owned)
 	return t.begun
+}
+
+// SetStop sets what ends the current run as a stop does (its context's
+// cancellation, which drains it and takes a final checkpoint), for a move
+// that only gives the instance tasks: the run's own can still commit.
+func (t *Tasks) SetStop(stop func()) {
+	t.mu.Lock()
+	t.stop = stop
+	t.mu.Unlock()
+}
+
+// Lost reports whether the group took a task of the run's (Begun) away.
+func (t *Tasks) Lost() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lost
+}
+
+// stopRun ends the run as a stop does, if SetStop gave a way to.
+func (t *Tasks) stopRun() bool {
+	t.mu.Lock()
+	stop := t.stop
+	t.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	return stop != nil
 }
 
 // Begun returns the tasks owned when the run began (Begin).
@@ -87,21 +116,23 @@ func (t *Tasks) OwnsKey() func(key []byte) bool {
 	return func(key []byte) bool { return owned[task.Of(key, n)] }
 }
 
-// Hold locks the set for a checkpoint's writes and returns the tasks
-// owned, or ok false when the group moved tasks since Begin (the set is
-// then not held). A held set is released with Release.
+// Hold locks the set for a checkpoint's writes and returns the run's
+// tasks (Begun), or ok false when the group took one of them away since
+// Begin (the set is then not held). Tasks the group gave the instance
+// since are not the run's: their state is not loaded. A held set is
+// released with Release.
 func (t *Tasks) Hold() (owned []int32, ok bool) {
 	if !t.exact {
 		t.write.Lock()
 	}
 	t.mu.Lock()
-	owned, moved := t.owned, t.moved
+	begun, lost := t.begun, t.lost
 	t.mu.Unlock()
-	if moved {
+	if lost {
 		t.Release()
 		return nil, false
 	}
-	return owned, true
+	return begun, true
 }
 
 // Release releases a set that Hold returned ok.
@@ -148,6 +179,9 @@ func (t *Tasks) moveTo(held []int32) bool {
 		return false
 	}
 	t.owned, t.moved = held, true
+	for _, p := range t.begun {
+		t.lost = t.lost || !slices.Contains(held, p)
+	}
 	return true
 }
 

@@ -52,6 +52,14 @@ func TestTasksFence(t *testing.T) {
 			if ts.moveTo([]int32{1}) {
 				t.Error("the same tasks again counted as a move")
 			}
+			// A move that only gives tasks leaves the run's own to
+			// commit: Hold returns them, not the new ones.
+			ts.Begin()
+			ts.moveTo([]int32{1, 2})
+			if owned, ok := ts.Hold(); !ok || fmt.Sprint(owned) != "[1]" || ts.Lost() || !ts.Moved() {
+				t.Fatalf("after gaining a task: Hold = %v, %v; lost %v, moved %v; want [1], true, not lost, moved", owned, ok, ts.Lost(), ts.Moved())
+			}
+			ts.Release()
 		})
 	}
 }

@@ -38,6 +38,7 @@ type TxnConfig struct {
 // transaction. Begin and Commit are called by the checkpoint, one at a
 // time; the Source closes the client.
 type Txn struct {
+	open    bool // a transaction is begun and not ended (Begin, Commit and Abort are called by one goroutine at a time)
 	id      string
 	timeout time.Duration // TxnConfig.Timeout, or a minute
 	sess    *kgo.GroupTransactSession
@@ -56,13 +57,18 @@ func (t *Txn) Begin() error {
 	if err := t.sess.Begin(); err != nil {
 		return fmt.Errorf("kafka: beginning a transaction: %w", err)
 	}
+	t.open = true
 	return nil
 }
+
+// Open reports whether a transaction is begun and not ended.
+func (t *Txn) Open() bool { return t.open }
 
 // Abort aborts the open transaction, if any, and puts the source's
 // partitions back to the group's offsets, which the last committed
 // transaction wrote: for a run that is rolled back in process.
 func (t *Txn) Abort(ctx context.Context) error {
+	t.open = false
 	if _, err := t.sess.End(ctx, kgo.TryAbort); err != nil {
 		return fmt.Errorf("kafka: aborting the transaction: %w", err)
 	}
@@ -77,6 +83,7 @@ func (t *Txn) ID() string { return t.id }
 // everything polled was processed and produced.
 func (t *Txn) Commit(ctx context.Context) error {
 	id, epoch, idErr := t.cl.ProducerID(ctx) // loaded by the transaction's first write
+	t.open = false
 	committed, err := t.sess.End(ctx, kgo.TryCommit)
 	switch {
 	case err != nil && txnFenced(err):
