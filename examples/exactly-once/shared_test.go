@@ -53,27 +53,13 @@ func TestSharedByTask(t *testing.T) {
 }
 
 func sharedByTask(t *testing.T, mode string) {
-	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	dir := t.TempDir()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
-	want, stop := produceByKey(t, b.Addrs(), rng)
-	defer stop()
+	r := newSharedRig(t, 2)
+	b, dir, rng, want := r.b, r.dir, r.rng, r.want
 
 	instances := map[string]*sharedInstance{}
 	start := func(name string) *sharedInstance {
 		in := &sharedInstance{}
-		env := append(os.Environ(),
-			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
-			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
-			"WEIR_CHECKPOINTS_DELIVERY="+mode,
-			"WEIR_SOURCES_READINGS_INSTANCE_ID=shared-"+name,
-		)
+		env := r.env(name, "shared-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
 		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")
 		in.admin = adminAddr(t, in.p)
 		instances[name] = in
@@ -129,6 +115,44 @@ func sharedByTask(t *testing.T, mode string) {
 	}
 	dup := checkResults(t, got, want, mode == "exactly_once")
 	t.Logf("%s: %d results, %d windows, %d duplicates", mode, len(got), len(want), dup)
+}
+
+// sharedRig is what a test of pipeline-shared.yaml runs against: a broker
+// with the topics, a directory for the instances' state and logs, a
+// seeded random source, and the readings streaming in (produceByKey) with
+// their reference windows. The test's cleanup stops it.
+type sharedRig struct {
+	b    *broker.Broker
+	dir  string
+	rng  *rand.Rand
+	want map[string]window
+}
+
+// newSharedRig starts a rig whose randomness is the time's seed and
+// stream.
+func newSharedRig(t *testing.T, stream uint64) *sharedRig {
+	t.Helper()
+	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, stream))}
+	want, stop := produceByKey(t, b.Addrs(), r.rng)
+	r.want = want
+	t.Cleanup(func() { stop(); b.Close() })
+	return r
+}
+
+// env is the environment of instance name: the rig's brokers, its own
+// state directory and instance_id (prefix+name), and extra.
+func (r *sharedRig) env(name, prefix string, extra ...string) []string {
+	return append(append(os.Environ(),
+		"WEIR_KAFKA_BROKERS="+strings.Join(r.b.Addrs(), ","),
+		"WEIR_STATE_DIR="+filepath.Join(r.dir, "state-"+name),
+		"WEIR_SOURCES_READINGS_INSTANCE_ID="+prefix+name,
+	), extra...)
 }
 
 // sharedInstance is one weir process of the shared pipeline, with its
@@ -341,26 +365,12 @@ func TestSharedCrashRecovery(t *testing.T) {
 }
 
 func sharedCrashRecovery(t *testing.T, mode string) {
-	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	dir := t.TempDir()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 3))
-	want, stop := produceByKey(t, b.Addrs(), rng)
-	defer stop()
+	r := newSharedRig(t, 3)
+	b, dir, rng, want := r.b, r.dir, r.rng, r.want
 	runs := map[string]int{}
 	start := func(name string) *weirProc {
 		runs[name]++
-		env := append(os.Environ(),
-			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
-			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
-			"WEIR_CHECKPOINTS_DELIVERY="+mode,
-			"WEIR_SOURCES_READINGS_INSTANCE_ID=crash-"+name,
-		)
+		env := r.env(name, "crash-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
 		return startPipeline(t, dir, fmt.Sprintf("%s-%d", name, runs[name]), env, "pipeline-shared.yaml")
 	}
 	names := []string{"a", "b", "c"}
@@ -408,23 +418,10 @@ func sharedCrashRecovery(t *testing.T, mode string) {
 // replays about half). The output stays exactly the reference.
 func TestSharedStandbyReplica(t *testing.T) {
 	t.Parallel()
-	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	dir := t.TempDir()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	want, stop := produceByKey(t, b.Addrs(), rand.New(rand.NewPCG(seed, 4)))
-	defer stop()
+	r := newSharedRig(t, 4)
+	b, dir, want := r.b, r.dir, r.want
 	start := func(name string) *sharedInstance {
-		env := append(os.Environ(),
-			"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
-			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
-			"WEIR_CHECKPOINTS_STANDBY_REPLICAS=1",
-			"WEIR_SOURCES_READINGS_INSTANCE_ID=standby-"+name,
-		)
+		env := r.env(name, "standby-", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")
 		in := &sharedInstance{p: startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")}
 		in.admin = adminAddr(t, in.p)
 		return in
