@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/task"
@@ -73,10 +74,13 @@ func (p *Pipeline) QueryState(operator string, recordKey []byte) ([]statetool.En
 // group by task and recordKey's task is not one of its own.
 func (p *Pipeline) checkLocal(recordKey []byte) error {
 	ri := p.run.Load()
-	if ri == nil || ri.tasks == nil || len(ri.sources) != 1 || ri.tasks.OwnsKey()(recordKey) {
+	if ri == nil || ri.tasks == nil || len(ri.sources) != 1 {
 		return nil
 	}
-	t := int32(task.Of(recordKey, max(ri.tasks.Count(), 1)))
+	t := int32(task.Of(recordKey, ri.tasks.Count()))
+	if slices.Contains(ri.tasks.Begun(), t) {
+		return nil
+	}
 	e := &NotLocalError{Task: t}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

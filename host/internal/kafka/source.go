@@ -176,9 +176,10 @@ type SourceConfig struct {
 	Exclusive bool
 	// Tasks, when set, makes the source share its group by task, for a
 	// pipeline with keyed state (see Tasks): its rebalance callbacks move
-	// Tasks, a move ends Run with ErrTasksChanged, Run may then be called
-	// again for the run built anew, and a record whose key's task is
-	// another instance's goes to the dead-letter output.
+	// Tasks, a move ends Run (with ErrTasksChanged, or as a stop when it
+	// only gave tasks), Run may then be called again for the run built
+	// anew, and a record whose key's task is another instance's goes to
+	// the dead-letter output.
 	Tasks *Tasks
 	// Txn, when set, makes the source exactly-once (it implies
 	// Checkpointed): it consumes read_committed through a transactional

@@ -13,9 +13,10 @@ import (
 
 // A Source sharing its group by task (SourceConfig.Tasks) keeps its client,
 // and so its place in the group, across the runs of its pipeline: a move
-// of tasks ends a Run, the pipeline is rolled back and built again, and
-// the next Run rewinds the partitions it still holds to where the rolled
-// back checkpoint had them.
+// of tasks ends a Run (with ErrTasksChanged, or as a stop when it only
+// gave tasks and Tasks.SetStop gave a way to), the pipeline is built
+// again, and the next Run rewinds the partitions it still holds to where
+// the checkpoint it restored had them.
 
 // errTasksGained ends a Run, as a stop, whose instance the group only gave
 // tasks (Tasks.SetStop).
@@ -153,20 +154,10 @@ func (s *Source) moveTasks() {
 // than one task, which tasks the run owns, indexed by task; nil
 // otherwise.
 func (s *Source) ownedTasks() []bool {
-	if s.tasks == nil {
-		return nil
-	}
-	n := s.tasks.Count()
-	if n <= 1 {
+	if s.tasks == nil || s.tasks.Count() <= 1 {
 		return nil // one task: every key is this instance's while it reads
 	}
-	owned := make([]bool, n)
-	for _, p := range s.tasks.Begun() {
-		if int(p) < n {
-			owned[p] = true
-		}
-	}
-	return owned
+	return s.tasks.ownedMask()
 }
 
 // foreignTask returns, when kr's key belongs to a task this run does not

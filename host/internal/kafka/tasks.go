@@ -18,11 +18,13 @@ import (
 // instances by task: a task is one partition of the input topic, and owns
 // the state of the record keys that Kafka's default partitioner places
 // there (package task), with the changelog partition of the same number.
-// The instance that the group assigns a partition runs its task. Any move
-// of tasks to or from an instance ends that instance's run with
-// ErrTasksChanged; the run is rolled back to its last checkpoint and built
+// The instance that the group assigns a partition runs its task. A move
+// that takes a task from an instance ends that instance's run with
+// ErrTasksChanged: the run is rolled back to its last checkpoint and built
 // again for the tasks it now owns, restoring those new to it from their
-// changelog partitions, while its Source keeps its place in the group.
+// changelog partitions, while its Source keeps its place in the group. A
+// move that only gives it tasks stops the run at a final checkpoint
+// instead, when SetStop gave a way to (at least once).
 
 // ErrTasksChanged ends a run whose tasks the consumer group moved: it
 // gained or lost input partitions since it began. The run must roll back
@@ -104,16 +106,22 @@ func (t *Tasks) Begun() []int32 {
 // (Begun): the key's partition under Kafka's default partitioner, among
 // Count tasks.
 func (t *Tasks) OwnsKey() func(key []byte) bool {
+	owned := t.ownedMask()
+	return func(key []byte) bool { return owned[task.Of(key, len(owned))] }
+}
+
+// ownedMask returns, indexed by task, whether the run owns it (Begun),
+// over Count tasks (at least one).
+func (t *Tasks) ownedMask() []bool {
 	t.mu.Lock()
-	n := t.count
-	owned := make([]bool, max(n, 1))
+	defer t.mu.Unlock()
+	owned := make([]bool, max(t.count, 1))
 	for _, p := range t.begun {
 		if int(p) < len(owned) {
 			owned[p] = true
 		}
 	}
-	t.mu.Unlock()
-	return func(key []byte) bool { return owned[task.Of(key, n)] }
+	return owned
 }
 
 // Hold locks the set for a checkpoint's writes and returns the run's
@@ -194,6 +202,47 @@ func (t *Tasks) moveTo(held []int32) bool {
 // the task's whole changelog partition.
 func (s *Source) StandbyTasks(ctx context.Context, replicas int) ([]int32, error) {
 	memberID, _ := s.cl.GroupMetadata()
+	ms, err := s.groupMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return standbyTasks(ms, memberID, replicas), nil
+}
+
+// TaskOwner is the member of a group sharing by task that owns a task.
+type TaskOwner struct {
+	InstanceID string // its static member id, or ""
+	ClientID   string
+	Host       string
+}
+
+// TaskOwner asks the group's coordinator which member owns task (the
+// partition of the source's topic); ok is false when none does (the group
+// is rebalancing).
+func (s *Source) TaskOwner(ctx context.Context, task int32) (owner TaskOwner, ok bool, err error) {
+	ms, err := s.groupMembers(ctx)
+	if err != nil {
+		return owner, false, err
+	}
+	for _, m := range ms {
+		if slices.Contains(m.tasks, task) {
+			return m.owner, true, nil
+		}
+	}
+	return owner, false, nil
+}
+
+// groupMember is a member of a group sharing by task: its member id, the
+// name it is ordered by (its instance id, or else its member id), who it
+// is, and the tasks it owns (partitions of the source's topics).
+type groupMember struct {
+	id, name string
+	owner    TaskOwner
+	tasks    []int32
+}
+
+// groupMembers describes the source's group.
+func (s *Source) groupMembers(ctx context.Context) ([]groupMember, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	gs, err := kadm.NewClient(s.cl).DescribeGroups(ctx, s.group)
@@ -206,26 +255,20 @@ func (s *Source) StandbyTasks(ctx context.Context, replicas int) ([]int32, error
 	}
 	var ms []groupMember
 	for _, m := range g.Members {
-		gm := groupMember{id: m.MemberID, name: m.MemberID}
+		gm := groupMember{id: m.MemberID, name: m.MemberID, owner: TaskOwner{ClientID: m.ClientID, Host: m.ClientHost}}
 		if m.InstanceID != nil {
-			gm.name = *m.InstanceID
+			gm.name, gm.owner.InstanceID = *m.InstanceID, *m.InstanceID
 		}
 		if c, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range c.Topics {
-				gm.tasks = append(gm.tasks, t.Partitions...)
+				if slices.Contains(s.topics, t.Topic) {
+					gm.tasks = append(gm.tasks, t.Partitions...)
+				}
 			}
 		}
 		ms = append(ms, gm)
 	}
-	return standbyTasks(ms, memberID, replicas), nil
-}
-
-// groupMember is a member of a group sharing by task: its member id, the
-// name it is ordered by (its instance id, or else its member id), and the
-// tasks it owns.
-type groupMember struct {
-	id, name string
-	tasks    []int32
+	return ms, nil
 }
 
 // standbyTasks computes StandbyTasks from the group's members.
@@ -245,43 +288,4 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// TaskOwner is the member of a group sharing by task that owns a task.
-type TaskOwner struct {
-	InstanceID string // its static member id, or ""
-	ClientID   string
-	Host       string
-}
-
-// TaskOwner asks the group's coordinator which member owns task (the
-// partition of the source's topic); ok is false when none does (the group
-// is rebalancing).
-func (s *Source) TaskOwner(ctx context.Context, task int32) (owner TaskOwner, ok bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	gs, err := kadm.NewClient(s.cl).DescribeGroups(ctx, s.group)
-	if err != nil {
-		return owner, false, err
-	}
-	g := gs[s.group]
-	if g.Err != nil {
-		return owner, false, g.Err
-	}
-	for _, m := range g.Members {
-		c, isConsumer := m.Assigned.AsConsumer()
-		if !isConsumer {
-			continue
-		}
-		for _, t := range c.Topics {
-			if slices.Contains(s.topics, t.Topic) && slices.Contains(t.Partitions, task) {
-				owner = TaskOwner{ClientID: m.ClientID, Host: m.ClientHost}
-				if m.InstanceID != nil {
-					owner.InstanceID = *m.InstanceID
-				}
-				return owner, true, nil
-			}
-		}
-	}
-	return owner, false, nil
 }
