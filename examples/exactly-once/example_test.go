@@ -133,7 +133,7 @@ func crashRecovery(t *testing.T, mode string) {
 		p = start()
 	}
 
-	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", p.done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", p.done)
 	// At least once, the earlier runs may have written every result: the
 	// last one must have started, its signal handler in place, before it
 	// is asked to stop.
@@ -371,7 +371,7 @@ func (w window) add(k window, v int64) window {
 // consumeUntil reads the results, read_committed, until there are results
 // for n distinct windows; exactly once, it then reads on for a while to
 // catch any more.
-func consumeUntil(t testing.TB, addrs []string, n int, settle bool, exited chan error) []window {
+func consumeUntil(t testing.TB, addrs []string, want map[string]window, settle bool, exited chan error) []window {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics("sums"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -381,6 +381,7 @@ func consumeUntil(t testing.TB, addrs []string, n int, settle bool, exited chan 
 	defer cl.Close()
 	var got []window
 	distinct := map[string]bool{}
+	n := len(want)
 	deadline := time.Now().Add(90 * time.Second)
 	var settleUntil time.Time
 	for {
@@ -389,7 +390,7 @@ func consumeUntil(t testing.TB, addrs []string, n int, settle bool, exited chan 
 			return got
 		}
 		if now.After(deadline) {
-			t.Fatalf("results for %d of %d windows after 90s", len(distinct), n)
+			t.Fatalf("results for %d of %d windows after 90s; none for %v", len(distinct), n, missing(want, distinct, 10))
 		}
 		select {
 		case err := <-exited:
@@ -414,6 +415,17 @@ func consumeUntil(t testing.TB, addrs []string, n int, settle bool, exited chan 
 			settleUntil = time.Now().Add(2 * time.Second)
 		}
 	}
+}
+
+// missing returns up to n of want's windows that seen lacks.
+func missing(want map[string]window, seen map[string]bool, n int) []window {
+	var out []window
+	for id, w := range want {
+		if !seen[id] && len(out) < n {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 func lastLines(s string, n int) string {

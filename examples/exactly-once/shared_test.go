@@ -87,7 +87,7 @@ func sharedByTask(t *testing.T, mode string) {
 		t.Errorf("instance a did not stop cleanly: %v", err)
 	}
 
-	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", c.p.done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", c.p.done)
 	// Once a's session is gone, c and d own every task between them.
 	waitOwnAll(t, "c and d to own every task", c, d)
 	checkStateQueries(t, c, d, want)
@@ -396,7 +396,7 @@ func sharedCrashRecovery(t *testing.T, mode string) {
 		}
 		procs[n] = start(n)
 	}
-	got := consumeUntil(t, b.Addrs(), len(want), mode == "exactly_once", procs["a"].done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", procs["a"].done)
 	for _, n := range names {
 		if err := procs[n].cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -454,7 +454,7 @@ func TestSharedStandbyReplica(t *testing.T) {
 		return line != ""
 	})
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), line[strings.Index(line, "msg="):])
-	got := consumeUntil(t, b.Addrs(), len(want), true, a.p.done)
+	got := consumeUntil(t, b.Addrs(), want, true, a.p.done)
 	replayed := logInt(t, line, "changes")
 	total := changelogChangesOf(t, b.Addrs(), "sensor-sums-shared-changelog")
 	t.Logf("the takeover replayed %d changes; the changelog holds %d", replayed, total)

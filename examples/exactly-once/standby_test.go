@@ -34,7 +34,9 @@ func startWeir(t *testing.T, dir, name string, env []string) *weirProc {
 }
 
 // startPipeline runs weir run with args (the pipeline file, and any
-// flags) and env, logging to dir/name.log.
+// flags) and env, logging to dir/name.log. When the test fails, the log's
+// end goes to the test's output and, if $WEIR_TEST_LOGS names a
+// directory, the whole log is copied there.
 func startPipeline(t testing.TB, dir, name string, env []string, args ...string) *weirProc {
 	t.Helper()
 	cmd := exec.Command(weirtest.Weir(t), append([]string{"run", "--log-level", "debug"}, args...)...)
@@ -53,6 +55,9 @@ func startPipeline(t testing.TB, dir, name string, env []string, args ...string)
 		cmd.Process.Kill()
 		if t.Failed() {
 			b, _ := os.ReadFile(p.log)
+			if d := os.Getenv("WEIR_TEST_LOGS"); d != "" {
+				os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
+			}
 			t.Logf("%s:\n%s", name, lastLines(string(b), 40))
 		}
 	})
@@ -133,7 +138,7 @@ func TestStandbyTakesOver(t *testing.T) {
 	weirtest.PollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.logged("taking over") })
 	t.Logf("the standby took over %v after the kill", time.Since(killed).Round(time.Millisecond))
 
-	got := consumeUntil(t, b.ListenAddrs(), len(want), true, standby.done)
+	got := consumeUntil(t, b.ListenAddrs(), want, true, standby.done)
 	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +209,7 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 	cl.Close() // leaves the group
 	weirtest.PollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.logged("rolled the state back to the last checkpoint") })
 
-	got := consumeUntil(t, b.Addrs(), len(want), true, p.done)
+	got := consumeUntil(t, b.Addrs(), want, true, p.done)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ type Meta struct {
 	// ChangelogNext is partition 0's offset, as stores written when
 	// every changelog had one partition recorded it.
 	ChangelogNext int64 `json:"changelog_next,omitempty"`
-	// TaskMarkers are, by changelog partition, the last markers a run
-	// sharing its group by task read for tasks it kept standby copies of
-	// and did not own: the checkpoint the store's copy of each stands at,
-	// for a run that is given the task.
+	// TaskMarkers are, by changelog partition, the checkpoints the
+	// store's state of the tasks a run sharing its group by task does not
+	// own stands at (standby copies, and tasks it owned before), for a
+	// run that is given the task.
 	TaskMarkers map[int32]json.RawMessage `json:"task_markers,omitempty"`
 }
 

@@ -163,6 +163,39 @@ func adoptTask(out, from *engine.Checkpoint, p int32) error {
 	return nil
 }
 
+// keptMarkers returns the checkpoints the store's state of the tasks not
+// owned stands at (nil if none), for a later run given one of them: the
+// marker kept for it before (a standby copy, or a task given up earlier),
+// or else the store's own checkpoint when that one records the task (a
+// task this store owned until now). Without it a task given back to this
+// instance would find its state here, nothing newer in its changelog
+// partition and no checkpoint of its input: it would start from the
+// group's offsets, which at least once may be older than the state, and
+// count records twice.
+func keptMarkers(meta *Meta, owned []int32) (map[int32]json.RawMessage, error) {
+	kept := map[int32]json.RawMessage{}
+	for p, m := range meta.TaskMarkers {
+		if !slices.Contains(owned, p) {
+			kept[p] = m
+		}
+	}
+	if len(meta.Engine) > 0 && string(meta.Engine) != "null" {
+		own, err := engine.UnmarshalCheckpoint(meta.Engine)
+		if err != nil {
+			return nil, err
+		}
+		for p := range int32(len(meta.Offsets())) {
+			if _, ok := kept[p]; !ok && !slices.Contains(owned, p) && covers(own, p) {
+				kept[p] = meta.Engine
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return kept, nil
+}
+
 // replayTasks is replay for a run sharing its group by task: it applies
 // the changelog partitions of the tasks owned, each from where the
 // store's state of that task stands, and records as the store's
@@ -177,21 +210,18 @@ func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (k
 		return res, err // no changelog yet
 	}
 	markers := slices.Clone(res.Markers)
-	kept := map[int32]json.RawMessage{}
 	for p, m := range meta.TaskMarkers {
-		switch {
-		case slices.Contains(owned, p) && int(p) < len(markers) && markers[p] == nil:
-			markers[p] = m // a standby copy, now the run's: its checkpoint
-		case !slices.Contains(owned, p):
-			kept[p] = m
+		if slices.Contains(owned, p) && int(p) < len(markers) && markers[p] == nil {
+			markers[p] = m // a copy kept while not owned, now the run's: its checkpoint
 		}
+	}
+	kept, err := keptMarkers(meta, owned)
+	if err != nil {
+		return res, fmt.Errorf("checkpoints: reading the store's checkpoint: %w", err)
 	}
 	eng, err := taskCheckpoint(meta.Engine, markers, owned)
 	if err != nil {
 		return res, fmt.Errorf("checkpoints: restoring the tasks' checkpoints from the changelog: %w", err)
-	}
-	if len(kept) == 0 {
-		kept = nil
 	}
 	if eng == nil {
 		// Nothing was ever checkpointed for these tasks: nothing to

@@ -117,3 +117,45 @@ func TestTaskCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptMarkers checks what a run sharing its group by task keeps, for
+// the tasks it does not own, of the checkpoints the store's state of them
+// stands at: a marker kept before stays; a task the store's own
+// checkpoint records (one owned until now) keeps that checkpoint; owned
+// tasks and tasks the store knows nothing of keep none.
+func TestKeptMarkers(t *testing.T) {
+	own := taskCP(t, 9, 1000, map[int32]int64{0: 50, 1: 60})
+	standby := taskCP(t, 7, 900, map[int32]int64{2: 20})
+	for _, tc := range []struct {
+		name  string
+		meta  Meta
+		owned []int32
+		want  map[int32][]byte
+	}{
+		{name: "a fresh store keeps nothing", meta: Meta{ChangelogOffsets: make([]int64, 4)}, owned: []int32{0}},
+		{name: "owned tasks keep nothing", meta: Meta{Engine: own, ChangelogOffsets: make([]int64, 4)}, owned: []int32{0, 1}},
+		{name: "tasks given up keep the store's checkpoint", meta: Meta{Engine: own, ChangelogOffsets: make([]int64, 4)},
+			owned: []int32{1}, want: map[int32][]byte{0: own}},
+		{name: "a run owning nothing keeps every task's", meta: Meta{Engine: own, ChangelogOffsets: make([]int64, 4)},
+			want: map[int32][]byte{0: own, 1: own}},
+		{name: "a kept marker stays", meta: Meta{Engine: own, ChangelogOffsets: make([]int64, 4), TaskMarkers: map[int32]json.RawMessage{2: standby}},
+			owned: []int32{0, 1}, want: map[int32][]byte{2: standby}},
+		{name: "a kept marker of a task now owned goes", meta: Meta{Engine: own, ChangelogOffsets: make([]int64, 4), TaskMarkers: map[int32]json.RawMessage{2: standby}},
+			owned: []int32{0, 1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := keptMarkers(&tc.meta, tc.owned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("kept markers for %v, want for %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(tc.want)))
+			}
+			for p, m := range tc.want {
+				if string(got[p]) != string(m) {
+					t.Errorf("task %d kept %s, want %s", p, got[p], m)
+				}
+			}
+		})
+	}
+}
