@@ -28,14 +28,31 @@ func BenchmarkSharedByTask(b *testing.B) {
 	for _, n := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
 			for range b.N {
-				sharedRun(b, n)
+				sharedRun(b, n, "pipeline-shared.yaml")
 			}
 		})
 	}
 }
 
-// sharedRun is one measured run with n instances.
-func sharedRun(b *testing.B, n int) {
+// BenchmarkRepartition measures what the repartition topic costs one
+// instance, exactly once, as BenchmarkSharedByTask does:
+// pipeline-repartition.yaml, whose window follows a key_by through the
+// topic, against pipeline.yaml, the same window after a key_by that
+// routes in the process (one active instance).
+//
+//	go test ./examples/exactly-once/ -run '^$' -bench Repartition -benchtime=1x -count=3
+func BenchmarkRepartition(b *testing.B) {
+	for _, p := range []string{"pipeline.yaml", "pipeline-repartition.yaml"} {
+		b.Run(strings.TrimSuffix(p, ".yaml"), func(b *testing.B) {
+			for range b.N {
+				sharedRun(b, 1, p)
+			}
+		})
+	}
+}
+
+// sharedRun is one measured run of pipeline with n instances.
+func sharedRun(b *testing.B, n int, pipeline string) {
 	const records = 400_000
 	br, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
 	if err != nil {
@@ -56,7 +73,7 @@ func sharedRun(b *testing.B, n int) {
 			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name),
 			"WEIR_SOURCES_READINGS_INSTANCE_ID=bench-"+name,
 		)
-		procs = append(procs, startPipeline(b, dir, name, env, "--log-level", "info", "pipeline-shared.yaml"))
+		procs = append(procs, startPipeline(b, dir, name, env, "--log-level", "info", pipeline))
 	}
 	got := consumeUntil(b, br.Addrs(), windows, false, procs[0].done)
 	wall := time.Since(start)

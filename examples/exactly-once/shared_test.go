@@ -47,20 +47,36 @@ func TestSharedByTask(t *testing.T) {
 	for _, mode := range []string{"exactly_once", "at_least_once"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			sharedByTask(t, mode)
+			sharedByTask(t, mode, "pipeline-shared.yaml", newSharedRig(t, 2, true))
 		})
 	}
 }
 
-func sharedByTask(t *testing.T, mode string) {
-	r := newSharedRig(t, 2)
+// TestSharedRepartition is TestSharedByTask for pipeline-repartition.yaml,
+// whose window follows a key_by on the sensor, over readings produced
+// under keys of their own, so that a sensor's readings are spread over
+// every input partition: each instance writes the readings of its input
+// partitions to the repartition topic by sensor, and reads back those of
+// its tasks, the repartition topic's partitions, with their event time
+// from the watermarks every instance writes there.
+func TestSharedRepartition(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			sharedByTask(t, mode, "pipeline-repartition.yaml", newSharedRig(t, 5, false))
+		})
+	}
+}
+
+func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	b, dir, rng, want := r.b, r.dir, r.rng, r.want
 
 	instances := map[string]*sharedInstance{}
 	start := func(name string) *sharedInstance {
 		in := &sharedInstance{}
 		env := r.env(name, "shared-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
-		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")
+		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", pipeline)
 		in.admin = adminAddr(t, in.p)
 		instances[name] = in
 		return in
@@ -119,7 +135,7 @@ func sharedByTask(t *testing.T, mode string) {
 
 // sharedRig is what a test of pipeline-shared.yaml runs against: a broker
 // with the topics, a directory for the instances' state and logs, a
-// seeded random source, and the readings streaming in (produceByKey) with
+// seeded random source, and the readings streaming in (produceReadings) with
 // their reference windows. The test's cleanup stops it.
 type sharedRig struct {
 	b    *broker.Broker
@@ -129,8 +145,9 @@ type sharedRig struct {
 }
 
 // newSharedRig starts a rig whose randomness is the time's seed and
-// stream.
-func newSharedRig(t *testing.T, stream uint64) *sharedRig {
+// stream, producing the readings by sensor or, without byKey, each under
+// a key of its own.
+func newSharedRig(t *testing.T, stream uint64, byKey bool) *sharedRig {
 	t.Helper()
 	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
 	if err != nil {
@@ -139,7 +156,7 @@ func newSharedRig(t *testing.T, stream uint64) *sharedRig {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, stream))}
-	want, stop := produceByKey(t, b.Addrs(), r.rng)
+	want, stop := produceReadings(t, b.Addrs(), r.rng, byKey)
 	r.want = want
 	t.Cleanup(func() { stop(); b.Close() })
 	return r
@@ -280,10 +297,16 @@ func adminAddr(t testing.TB, p *weirProc) string {
 	return addr
 }
 
-// produceByKey writes keyedReadings at a steady rate in the background,
-// and returns the reference windows and a function that stops it.
-func produceByKey(t *testing.T, addrs []string, rng *rand.Rand) (map[string]window, func()) {
+// produceReadings writes keyedReadings at a steady rate in the
+// background, and returns the reference windows and a function that
+// stops it.
+func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (map[string]window, func()) {
 	rs, want := keyedReadings(rng, sharedRecords)
+	if !byKey {
+		for i, r := range rs[:sharedRecords] {
+			r.Key = fmt.Appendf(nil, "reading-%d", i)
+		}
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("readings"))
 	if err != nil {
 		t.Fatal(err)
@@ -359,19 +382,33 @@ func TestSharedCrashRecovery(t *testing.T) {
 	for _, mode := range []string{"exactly_once", "at_least_once"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			sharedCrashRecovery(t, mode)
+			sharedCrashRecovery(t, mode, "pipeline-shared.yaml", newSharedRig(t, 3, true))
 		})
 	}
 }
 
-func sharedCrashRecovery(t *testing.T, mode string) {
-	r := newSharedRig(t, 3)
+// TestSharedRepartitionCrashRecovery is the crash test against three
+// instances of pipeline-repartition.yaml, over readings produced under
+// keys of their own: a killed instance's input partitions and tasks both
+// move, and at least once the repartition topic's repeats, which the
+// upstream rollbacks write, are applied once.
+func TestSharedRepartitionCrashRecovery(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			sharedCrashRecovery(t, mode, "pipeline-repartition.yaml", newSharedRig(t, 6, false))
+		})
+	}
+}
+
+func sharedCrashRecovery(t *testing.T, mode, pipeline string, r *sharedRig) {
 	b, dir, rng, want := r.b, r.dir, r.rng, r.want
 	runs := map[string]int{}
 	start := func(name string) *weirProc {
 		runs[name]++
 		env := r.env(name, "crash-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
-		return startPipeline(t, dir, fmt.Sprintf("%s-%d", name, runs[name]), env, "pipeline-shared.yaml")
+		return startPipeline(t, dir, fmt.Sprintf("%s-%d", name, runs[name]), env, pipeline)
 	}
 	names := []string{"a", "b", "c"}
 	procs := map[string]*weirProc{}
@@ -418,7 +455,7 @@ func sharedCrashRecovery(t *testing.T, mode string) {
 // replays about half). The output stays exactly the reference.
 func TestSharedStandbyReplica(t *testing.T) {
 	t.Parallel()
-	r := newSharedRig(t, 4)
+	r := newSharedRig(t, 4, true)
 	b, dir, want := r.b, r.dir, r.want
 	start := func(name string) *sharedInstance {
 		env := r.env(name, "standby-", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")

@@ -85,6 +85,11 @@ type builder struct {
 	// (sharesByTask); resumed: a run before this one left its source in
 	// Carry.
 	byTask, resumed bool
+	// repartAt is the key_by whose records cross the repartition topic,
+	// or -1 (repartition.go); repartParts and repartInputs are that
+	// topic's partitions and the input's.
+	repartAt                  int
+	repartParts, repartInputs int32
 }
 
 // Build assembles one run of the pipeline: it connects to Kafka (or starts
@@ -95,7 +100,7 @@ type builder struct {
 // missing output topic) is a *ConfigError.
 func Build(ctx context.Context, d Deps) (_ *Run, err error) {
 	cfg := d.Config
-	b := &builder{Deps: d, keyed: KeyedState(d.Ops), run: &Run{Engine: &engine.Pipeline{BatchSize: cfg.Engine.BatchSize,
+	b := &builder{Deps: d, keyed: KeyedState(d.Ops), repartAt: -1, run: &Run{Engine: &engine.Pipeline{BatchSize: cfg.Engine.BatchSize,
 		QueueDepth: cfg.Engine.QueueDepth, Parallelism: cfg.Engine.Parallelism, EventTime: eventTimes(cfg)}}}
 	defer func() {
 		if err != nil {
@@ -111,7 +116,7 @@ func Build(ctx context.Context, d Deps) (_ *Run, err error) {
 			return nil, err
 		}
 	}
-	for _, step := range []func(context.Context) error{b.awaitSoleMember, b.sources, b.checkpoints, b.steps, b.sinks, b.deadLetter} {
+	for _, step := range []func(context.Context) error{b.awaitSoleMember, b.repartitionTopic, b.sources, b.checkpoints, b.steps, b.repartition, b.sinks, b.deadLetter} {
 		if err := step(ctx); err != nil {
 			return nil, err
 		}
@@ -124,6 +129,9 @@ func (b *builder) closeStages() {
 	ep := b.run.Engine
 	for _, s := range ep.Sinks {
 		s.Close()
+	}
+	for _, rp := range ep.Repartitions {
+		rp.Sink.Close()
 	}
 	if ep.DeadLetter != nil {
 		ep.DeadLetter.Close()

@@ -119,7 +119,7 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: b.Logger,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
 		SessionTimeout: s.SessionTimeout, Exclusive: b.keyed && !b.byTask, PositionsFromGroup: !b.keyed,
-		Tasks: b.taskSet(),
+		Tasks: b.taskSet(), Repartition: b.repartTopic(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)

@@ -43,7 +43,7 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
 		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore,
-		Tasks: b.taskSet(), Resumed: b.resumed, StandbyTasks: b.standbyTasks()}
+		Tasks: b.taskSet(), TasksTopic: b.repartTopic(), Resumed: b.resumed, StandbyTasks: b.standbyTasks()}
 }
 
 // checkpoints brings the state to the last checkpoint and sets up the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/kafka"
+	"github.com/weir-stream/weir/host/internal/operator"
 )
 
 // Carry is what one run of a pipeline sharing its consumer group by task
@@ -56,10 +58,11 @@ func (keptSource) Close() error { return nil }
 // sharesByTask reports whether the pipeline's instances share their
 // consumer group by task, and if not, why (for the log): it keeps keyed
 // state, takes checkpoints (the changelog is how a task moves), reads one
-// Kafka topic and nothing else, and keeps its keyed state before any
-// key_by, where keys are still the input's and so in their tasks'
-// partitions. Other keyed pipelines run one active instance, the others
-// waiting as standbys.
+// Kafka topic and nothing else, and keeps its keyed state either before
+// any key_by, where keys are still the input's and so in their tasks'
+// partitions, or after one key_by, which then repartitions
+// (repartitionPoint). Other keyed pipelines run one active instance, the
+// others waiting as standbys.
 func (b *builder) sharesByTask() (bool, string) {
 	cfg := b.Config
 	switch {
@@ -72,16 +75,47 @@ func (b *builder) sharesByTask() (bool, string) {
 	case len(cfg.Sources[0].Topics) != 1:
 		return false, "its Kafka source reads more than one topic, or a topic pattern"
 	}
-	afterKeyBy := false
-	for i, o := range b.Ops {
-		if cfg.Operators[i].Type == config.OperatorKeyBy {
-			afterKeyBy = true
-		}
-		if afterKeyBy && o.KeyedState() {
-			return false, fmt.Sprintf("operator %q keeps keyed state after a key_by, whose keys are not in their tasks' input partitions", cfg.Operators[i].Name)
-		}
+	if _, why := repartitionPoint(cfg, b.Ops); why != "" {
+		return false, why
 	}
 	return true, ""
+}
+
+// repartitionPoint returns the key_by whose records go through a
+// repartition topic (its index, or -1 for none): the last before the
+// first operator with keyed state. Its keys are not the input's, so the
+// chain after it reads them back from the repartition topic, by task. A
+// key_by after that one, with keyed state after it, would need a second
+// repartition, which why explains.
+func repartitionPoint(cfg *config.Pipeline, ops []operator.Operator) (at int, why string) {
+	first := slices.IndexFunc(ops, operator.Operator.KeyedState)
+	if first < 0 {
+		return -1, ""
+	}
+	at = -1
+	for i := first - 1; i >= 0 && at < 0; i-- {
+		if cfg.Operators[i].Type == config.OperatorKeyBy {
+			at = i
+		}
+	}
+	if at >= 0 && !cfg.Operators[at].Repartition {
+		return -1, fmt.Sprintf("operator %q keeps keyed state after key_by %q, whose keys are not in their tasks' input partitions; "+
+			"set repartition: true on the key_by to share it by task through a repartition topic", cfg.Operators[first].Name, cfg.Operators[at].Name)
+	}
+	for i := range max(at, 0) {
+		if cfg.Operators[i].Type == config.OperatorKeyBy {
+			return -1, fmt.Sprintf("key_by %q comes before key_by %q, after which operator %q keeps keyed state: one key_by before it is supported",
+				cfg.Operators[i].Name, cfg.Operators[at].Name, cfg.Operators[first].Name)
+		}
+	}
+	keyBy := false
+	for i := first + 1; i < len(ops); i++ {
+		keyBy = keyBy || cfg.Operators[i].Type == config.OperatorKeyBy
+		if keyBy && ops[i].KeyedState() {
+			return -1, fmt.Sprintf("operator %q keeps keyed state after a second key_by: one repartition is supported", cfg.Operators[i].Name)
+		}
+	}
+	return at, ""
 }
 
 // decideTasks decides, once per run, whether the instances share their
@@ -99,6 +133,7 @@ func (b *builder) decideTasks() error {
 		return errNoCarry
 	}
 	b.byTask, b.resumed = true, b.Carry.source != nil
+	b.repartAt, _ = repartitionPoint(b.Config, b.Ops)
 	if b.Carry.tasks == nil {
 		b.Carry.tasks = kafka.NewTasks(b.Config.Checkpoints.Delivery == config.ExactlyOnce)
 	}

@@ -105,6 +105,10 @@ type Setup struct {
 	// task (see tasks.go): it restores and writes only the changelog
 	// partitions of the tasks it owns.
 	Tasks *kafka.Tasks
+	// TasksTopic, with Tasks, is the topic whose partitions are the tasks
+	// when they are not the input's (a repartition topic); the changelog
+	// gets as many partitions as it has.
+	TasksTopic string
 	// Resumed: the run continues in process after one the group's moving
 	// of tasks ended, with the same transactional producer, which is not
 	// fenced again.
@@ -224,13 +228,16 @@ func (m Meta) checkTasks(parts int, topic string) error {
 
 // restorer returns the run's restorer, reporting to progress.
 func (su Setup) restorer(cs state.Checkpointer, progress func(kafka.ReplayProgress)) restorer {
-	return restorer{store: su.Store, cs: cs, cc: su.Kafka, topic: su.Config.Checkpoints.ChangelogTopic,
+	return restorer{store: su.Store, cs: cs, cc: su.Kafka, topic: su.Config.Checkpoints.ChangelogTopic, tasksTopic: su.TasksTopic,
 		exactlyOnce: su.Config.Checkpoints.Delivery == config.ExactlyOnce, progress: progress, log: su.Logger}
 }
 
 // inputTopics are the topics the Kafka sources name (not their patterns):
 // the changelog gets as many partitions as the largest has.
 func (su Setup) inputTopics() []string {
+	if su.TasksTopic != "" {
+		return []string{su.TasksTopic}
+	}
 	var topics []string
 	for i := range su.Config.Sources {
 		if s := &su.Config.Sources[i]; s.Type == config.SourceKafka {
@@ -298,6 +305,7 @@ type restorer struct {
 	exactlyOnce bool
 	progress    func(kafka.ReplayProgress) // nil for none
 	only        []int32                    // the tasks of a run sharing its group by task, or nil for every one
+	tasksTopic  string                     // the topic whose partitions those tasks are ("": the one input topic)
 	log         *slog.Logger
 }
 

@@ -32,7 +32,12 @@ import (
 // for having been read by an instance further on. Partitions of tasks not
 // owned leave the event-time tracking, so that they no longer hold the
 // watermark back.
-func taskCheckpoint(own []byte, markers [][]byte, owned []int32) ([]byte, error) {
+//
+// topic is the topic whose partitions are the tasks, in the sources'
+// positions and event time ("" for a run reading one topic): with a
+// repartition, the repartition topic's, while the input topic's
+// partitions, which hold no state, resume from the group's offsets.
+func taskCheckpoint(own []byte, markers [][]byte, owned []int32, topic string) ([]byte, error) {
 	var base *engine.Checkpoint
 	if len(own) > 0 && string(own) != "null" {
 		cp, err := engine.UnmarshalCheckpoint(own)
@@ -61,44 +66,55 @@ func taskCheckpoint(own []byte, markers [][]byte, owned []int32) ([]byte, error)
 		if cp, ok := byTask[p]; ok {
 			from = cp
 		}
-		if !covers(from, p) {
+		if !covers(from, topic, p) {
 			// No checkpoint was ever written for the task: its input
 			// starts at the group's offsets, which may be before
 			// anything this instance's watermark has passed.
 			out.Watermark = engine.NoWatermark
+			for i := range out.Entries {
+				out.Entries[i] = engine.NoWatermark
+			}
 			continue
 		}
 		out.Epoch = max(out.Epoch, from.Epoch)
-		if err := adoptTask(out, from, p); err != nil {
+		if err := adoptTask(out, from, topic, p); err != nil {
 			return nil, err
 		}
 	}
 	for i := range out.Times {
 		// A source's event time never goes back past what it held; it
 		// holds no more than the watermark the run continues from.
-		out.Times[i].Held = min(out.Times[i].Held, out.Watermark)
+		wm := out.Watermark
+		if j := i - len(out.Sources); j >= 0 && j < len(out.Entries) {
+			wm = out.Entries[j] // a repartition's
+		}
+		out.Times[i].Held = min(out.Times[i].Held, wm)
 	}
 	return out.Marshal()
 }
 
 // taskBase returns the checkpoint taskCheckpoint fills in: own's outputs,
-// the least watermark of own's and the tasks', and the sources and their
-// event-time tracking (own's, or else a task's) emptied of partitions.
+// the least watermarks of own's and the tasks' (before and after each
+// repartition), and the sources and their event-time tracking (own's, or
+// else a task's) emptied of partitions.
 func taskBase(own *engine.Checkpoint, byTask map[int32]*engine.Checkpoint) *engine.Checkpoint {
-	tmpl, wm := own, int64(0)
+	var cps []*engine.Checkpoint
 	if own != nil {
-		wm = own.Watermark
+		cps = append(cps, own)
 	}
-	for i, p := range slices.Sorted(maps.Keys(byTask)) {
-		cp := byTask[p]
-		if tmpl == nil {
-			tmpl = cp
-		}
-		if (own == nil && i == 0) || cp.Watermark < wm {
-			wm = cp.Watermark
+	for _, p := range slices.Sorted(maps.Keys(byTask)) {
+		cps = append(cps, byTask[p])
+	}
+	tmpl := cps[0]
+	out := &engine.Checkpoint{Epoch: tmpl.Epoch, Watermark: tmpl.Watermark, Entries: slices.Clone(tmpl.Entries)}
+	for _, cp := range cps[1:] {
+		out.Watermark = min(out.Watermark, cp.Watermark)
+		for j := range out.Entries {
+			if j < len(cp.Entries) {
+				out.Entries[j] = min(out.Entries[j], cp.Entries[j])
+			}
 		}
 	}
-	out := &engine.Checkpoint{Epoch: tmpl.Epoch, Watermark: wm}
 	if own != nil {
 		out.Outputs = own.Outputs
 	}
@@ -112,20 +128,20 @@ func taskBase(own *engine.Checkpoint, byTask map[int32]*engine.Checkpoint) *engi
 }
 
 // covers reports whether cp (nil for none) records where a source was
-// in partition p.
-func covers(cp *engine.Checkpoint, p int32) bool {
+// in partition p of topic ("": of any).
+func covers(cp *engine.Checkpoint, topic string, p int32) bool {
 	if cp == nil {
 		return false
 	}
 	for _, t := range cp.Times {
 		for _, pt := range t.Parts {
-			if pt.Partition == p {
+			if pt.Partition == p && (topic == "" || pt.Topic == topic) {
 				return true
 			}
 		}
 	}
 	for _, s := range cp.Sources {
-		if kafka.SnapshotCovers(s.Snapshot, p) {
+		if kafka.SnapshotCovers(s.Snapshot, topic, p) {
 			return true
 		}
 	}
@@ -133,10 +149,10 @@ func covers(cp *engine.Checkpoint, p int32) bool {
 }
 
 // adoptTask copies into out what from says of task p: the Kafka
-// sources' offsets of partition p and its event-time tracking. from nil
-// (no checkpoint was ever written for the task) leaves p to the group's
-// offsets.
-func adoptTask(out, from *engine.Checkpoint, p int32) error {
+// sources' offsets of partition p of topic ("": of any) and its
+// event-time tracking. from nil (no checkpoint was ever written for the
+// task) leaves p to the group's offsets.
+func adoptTask(out, from *engine.Checkpoint, topic string, p int32) error {
 	if from == nil {
 		return nil
 	}
@@ -144,7 +160,7 @@ func adoptTask(out, from *engine.Checkpoint, p int32) error {
 		if i >= len(from.Sources) || from.Sources[i].Name != out.Sources[i].Name || len(from.Sources[i].Snapshot) == 0 {
 			continue
 		}
-		merged, err := kafka.AddTaskSnapshot(out.Sources[i].Snapshot, from.Sources[i].Snapshot, p)
+		merged, err := kafka.AddTaskSnapshot(out.Sources[i].Snapshot, from.Sources[i].Snapshot, topic, p)
 		if err != nil {
 			return err
 		}
@@ -155,7 +171,7 @@ func adoptTask(out, from *engine.Checkpoint, p int32) error {
 			continue
 		}
 		for _, pt := range from.Times[i].Parts {
-			if pt.Partition == p {
+			if pt.Partition == p && (topic == "" || pt.Topic == topic) {
 				out.Times[i].Parts = append(out.Times[i].Parts, pt)
 			}
 		}
@@ -172,7 +188,7 @@ func adoptTask(out, from *engine.Checkpoint, p int32) error {
 // partition and no checkpoint of its input: it would start from the
 // group's offsets, which at least once may be older than the state, and
 // count records twice.
-func keptMarkers(meta *Meta, owned []int32) (map[int32]json.RawMessage, error) {
+func keptMarkers(meta *Meta, owned []int32, topic string) (map[int32]json.RawMessage, error) {
 	kept := map[int32]json.RawMessage{}
 	for p, m := range meta.TaskMarkers {
 		if !slices.Contains(owned, p) {
@@ -185,7 +201,7 @@ func keptMarkers(meta *Meta, owned []int32) (map[int32]json.RawMessage, error) {
 			return nil, err
 		}
 		for p := range int32(len(meta.Offsets())) {
-			if _, ok := kept[p]; !ok && !slices.Contains(owned, p) && covers(own, p) {
+			if _, ok := kept[p]; !ok && !slices.Contains(owned, p) && covers(own, topic, p) {
 				kept[p] = meta.Engine
 			}
 		}
@@ -215,11 +231,11 @@ func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (k
 			markers[p] = m // a copy kept while not owned, now the run's: its checkpoint
 		}
 	}
-	kept, err := keptMarkers(meta, owned)
+	kept, err := keptMarkers(meta, owned, r.tasksTopic)
 	if err != nil {
 		return res, fmt.Errorf("checkpoints: reading the store's checkpoint: %w", err)
 	}
-	eng, err := taskCheckpoint(meta.Engine, markers, owned)
+	eng, err := taskCheckpoint(meta.Engine, markers, owned, r.tasksTopic)
 	if err != nil {
 		return res, fmt.Errorf("checkpoints: restoring the tasks' checkpoints from the changelog: %w", err)
 	}

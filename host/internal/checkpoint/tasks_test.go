@@ -71,7 +71,7 @@ func TestTaskCheckpoint(t *testing.T) {
 			for p, m := range tc.markers {
 				markers[p] = m
 			}
-			b, err := taskCheckpoint(tc.own, markers, tc.owned)
+			b, err := taskCheckpoint(tc.own, markers, tc.owned, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +144,7 @@ func TestKeptMarkers(t *testing.T) {
 			owned: []int32{0, 1, 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := keptMarkers(&tc.meta, tc.owned)
+			got, err := keptMarkers(&tc.meta, tc.owned, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -83,6 +83,7 @@ operators:
   - name: by-id
     type: key_by
     field: meta.id
+    repartition: true
   - name: detect
     type: flat_map
     plugin: plugins/anomaly
@@ -165,7 +166,7 @@ func TestParseValidPipeline(t *testing.T) {
 		t.Fatalf("%d operators", len(p.Operators))
 	}
 	byID, detect, double := p.Operators[0], p.Operators[1], p.Operators[2]
-	if byID.Type != OperatorKeyBy || byID.Field != "meta.id" || strings.Join(byID.KeyPath, "|") != "meta|id" {
+	if byID.Type != OperatorKeyBy || byID.Field != "meta.id" || strings.Join(byID.KeyPath, "|") != "meta|id" || !byID.Repartition {
 		t.Errorf("by-id = %+v", byID)
 	}
 	if detect.Plugin != filepath.Join(dir, "plugins", "anomaly") || detect.PluginKind != PluginSource {
@@ -196,14 +197,14 @@ func TestParseValidPipeline(t *testing.T) {
 
 	// Later stages report errors in the same format.
 	err = detect.Errorf("plugin", "build failed: %s", "exit 1")
-	want := `pipeline.yaml:31:13: operators[1] "detect".plugin: build failed: exit 1`
+	want := `pipeline.yaml:32:13: operators[1] "detect".plugin: build failed: exit 1`
 	if err.Error() != want {
 		t.Errorf("Meta.Errorf = %q, want %q", err, want)
 	}
-	if got := detect.Errorf("", "stuck").Error(); got != `pipeline.yaml:29:5: operators[1] "detect": stuck` {
+	if got := detect.Errorf("", "stuck").Error(); got != `pipeline.yaml:30:5: operators[1] "detect": stuck` {
 		t.Errorf("Meta.Errorf on element = %q", got)
 	}
-	if got := detect.At("config").String(); got != "pipeline.yaml:33:7" {
+	if got := detect.At("config").String(); got != "pipeline.yaml:34:7" {
 		t.Errorf("config position = %s", got)
 	}
 }
@@ -482,6 +483,18 @@ sinks: [{name: out, type: stdout}]
 			`pipeline.yaml:4:36: operators[0] "k".field: invalid field path "a..b": empty segment (use a.b.c)`,
 			`pipeline.yaml:5:69: operators[1] "m".config.lim: .inf has no JSON equivalent`,
 			`pipeline.yaml:5:85: operators[1] "m".config.t: unsupported YAML tag "!custom"`,
+		},
+	},
+	{
+		name: "key_by repartition not a boolean",
+		doc: `name: p
+sources: [{name: g, type: generator, fields: [{name: x, kind: random_bool}]}]
+operators:
+  - {name: k, type: key_by, field: x, repartition: yes}
+sinks: [{name: out, type: stdout}]
+`,
+		want: []string{
+			`pipeline.yaml:4:52: operators[0] "k".repartition: expected true or false, got "yes"`,
 		},
 	},
 	{

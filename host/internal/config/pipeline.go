@@ -34,7 +34,7 @@ var (
 		SourceNexmark:   nexmarkFields,
 	}
 	operatorFields = map[OperatorType][]string{
-		OperatorKeyBy:   {"name", "type", "field", "fields"},
+		OperatorKeyBy:   {"name", "type", "field", "fields", "repartition"},
 		OperatorMap:     pluginFields,
 		OperatorFlatMap: pluginFields,
 		OperatorFilter:  pluginFields,
@@ -464,6 +464,9 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 			op.Field, op.KeyPath = f, segs
 		}
 		d.keyFields(o, &op)
+		if v, st := o.bool("repartition"); st == good {
+			op.Repartition = v
+		}
 	case op.Type.IsPlugin():
 		op.BatchSize = engineBatch
 		op.MemoryLimitPages = DefaultMemoryLimitPages

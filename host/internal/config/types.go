@@ -401,6 +401,11 @@ type Operator struct {
 	// (key_by's fields: source name → field path), so that a join's sides
 	// are keyed by their own fields.
 	SourceKeyPaths map[string][]string
+	// Repartition sends the key_by's records through a Kafka topic, so
+	// that the instances of a pipeline sharing its consumer group share
+	// the keyed state after it by task; without it a pipeline with keyed
+	// state after a key_by runs one active instance.
+	Repartition bool
 
 	// map, flat_map, filter
 	Plugin     string     // absolute path of the plugin (.wasm file or Go source directory)

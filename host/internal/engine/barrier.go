@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -96,7 +97,7 @@ func (r *runner) checkpoint(requested time.Time) error {
 	if err != nil {
 		return err
 	}
-	cp := &Checkpoint{Epoch: r.epoch, Sources: scs, Watermark: r.lastWM, Times: r.wms.snapshot()}
+	cp := &Checkpoint{Epoch: r.epoch, Sources: scs, Watermark: r.lastWM, Entries: slices.Clone(r.entryWM), Times: r.wms.snapshot()}
 	if err := r.ck.Commit(r.hard, cp); err != nil {
 		return fmt.Errorf("checkpoint %d: %w", r.epoch, err)
 	}

@@ -31,6 +31,9 @@ type batch struct {
 	positions []Position
 	// announce lists partitions the source began to read (see Out.Announce).
 	announce []partKey
+	// promises lists the event times partitions of repartition topics
+	// reached (see Out.PartitionTime).
+	promises []partPromise
 	// ack counts what is outstanding on the batch: the dispatcher's hold,
 	// one per live piece, and the sinks' asynchronous work. The batch
 	// completes when it reaches zero.
@@ -48,9 +51,16 @@ type piece struct {
 	// wm is the watermark promised after this piece's records, and from
 	// the upstream worker (or 0, the dispatcher) that promised it. A
 	// watermark-only piece carries no records and belongs to no batch.
-	wm      int64
-	from    int
-	wmOnly  bool
+	wm     int64
+	from   int
+	wmOnly bool
+	// repart is, for a piece bound for the sink loop, the repartition
+	// whose sink it goes to, plus one; 0 for the pipeline's sinks.
+	repart int
+	// snap, on a watermark-only piece of a pipeline with repartitions,
+	// is the sources' partition watermarks as the dispatcher had them
+	// when it sent the piece (nil for none).
+	snap    *inputTimes
 	records []record.Record
 	buf     []record.Record // owned storage for records
 	dead    []record.DeadLetter
@@ -118,7 +128,7 @@ func (pc *piece) out(j int) *record.Output {
 
 func (pc *piece) reset() {
 	pc.root = nil
-	pc.wm, pc.from, pc.wmOnly = 0, 0, false
+	pc.wm, pc.from, pc.wmOnly, pc.repart, pc.snap = 0, 0, false, 0, nil
 	clear(pc.buf)
 	pc.buf = pc.buf[:0]
 	pc.records = nil
@@ -140,6 +150,7 @@ func (b *batch) reset() {
 	b.dead = b.dead[:0]
 	b.positions = b.positions[:0]
 	b.announce = b.announce[:0]
+	b.promises = b.promises[:0]
 	for _, pc := range b.pieces {
 		pc.reset()
 		piecePool.Put(pc)

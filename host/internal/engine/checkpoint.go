@@ -39,10 +39,14 @@ type Checkpoint struct {
 	// Replayable source, the number of records and dead letters it had
 	// handed out.
 	Sources []SourceCheckpoint `json:"sources"`
-	// Watermark is the last watermark every operator was given.
+	// Watermark is the last watermark every operator was given (with
+	// Repartitions, every operator before the first).
 	Watermark int64 `json:"watermark"`
-	// Times holds, by source index, the event-time tracking the
-	// watermark is computed from.
+	// Entries holds, by repartition, the last watermark every operator
+	// after it was given.
+	Entries []int64 `json:"entry_watermarks,omitempty"`
+	// Times holds, by source index and then by repartition, the
+	// event-time tracking the watermarks are computed from.
 	Times []SourceTimeCheckpoint `json:"times"`
 	// Outputs holds, when the run delivers exactly once, the length of
 	// each file output at the checkpoint (see SyncOutputs): a run
@@ -382,8 +386,8 @@ func (w *watermarks) snapshot() []SourceTimeCheckpoint {
 // restore continues event-time tracking from a checkpoint. Partitions
 // count as seen now, so that idleness is measured from the restart.
 func (w *watermarks) restore(times []SourceTimeCheckpoint) error {
-	if len(times) != len(w.sources) {
-		return fmt.Errorf("checkpoint has event time for %d sources, the pipeline has %d", len(times), len(w.sources))
+	if len(times) != len(w.sources) && len(times) != w.nsrc {
+		return fmt.Errorf("checkpoint has event time for %d sources and repartitions, the pipeline has %d", len(times), len(w.sources))
 	}
 	now := w.now()
 	for i, t := range times {

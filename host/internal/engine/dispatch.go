@@ -14,7 +14,11 @@ import (
 type dispatcher struct {
 	r    *runner
 	sent []int64 // the watermark promised to each first-segment worker
-	ck   *checkpointer
+	// entrySent is, by repartition, the watermark promised to each worker
+	// of the segment its records enter.
+	entrySent [][]int64
+	snap      *inputTimes // the partition watermarks last sent (sendSnap)
+	ck        *checkpointer
 	// batches counts the batches dispatched: the current one's unkeyed,
 	// unpartitioned records go to worker batches % par, in turn.
 	batches int
@@ -27,8 +31,15 @@ func (r *runner) dispatch() {
 	for i := range d.sent {
 		d.sent[i] = r.lastWM
 	}
+	for j := range r.p.Repartitions {
+		sent := make([]int64, r.par)
+		for i := range sent {
+			sent[i] = r.entryWM[j]
+		}
+		d.entrySent = append(d.entrySent, sent)
+	}
 	defer d.ck.stop()
-	defer r.closeInput(0)
+	defer d.endInput()
 	tick := time.NewTicker(r.p.watermarkInterval())
 	defer tick.Stop()
 	for {
@@ -42,6 +53,8 @@ func (r *runner) dispatch() {
 		case <-tick.C:
 			if r.hard.Err() == nil {
 				r.forward(0, 0, d.sent, nil, r.advanceWatermark(), nil)
+				d.sendSnap()
+				d.forwardEntries(nil)
 			}
 		case <-d.ck.timer:
 			d.ck.request()
@@ -65,18 +78,35 @@ func (d *dispatcher) take(b *batch) {
 	if r.p.Observer != nil {
 		b.taken = time.Now()
 	}
-	r.wms.announce(b.source, b.announce)
-	r.wms.observe(b.source, b.records)
 	r.hold(b)
-	if len(b.records) == 0 && len(b.dead) == 0 {
-		b.ack.Done(nil) // only announcements: nothing to process
+	ent := r.byEntry(b)
+	r.wms.announce(b.source, b.announce)
+	r.wms.promise(b.promises)
+	r.wms.observe(b.source, b.records)
+	var pc *piece
+	if len(b.records) > 0 || len(b.dead) > 0 {
+		pc = b.newPiece(b.records)
+		pc.dead = append(pc.dead, b.dead...)
+		d.batches++
+	}
+	r.forward(0, 0, d.sent, pc, r.advanceWatermark(), d.route)
+	d.sendSnap()
+	d.forwardEntries(ent)
+	b.ack.Done(nil) // the dispatcher's own hold
+}
+
+// endInput closes the input of the first segment and of each segment a
+// repartition's records enter, or, with no steps, the sink loop's.
+func (d *dispatcher) endInput() {
+	r := d.r
+	if len(r.segs) == 0 {
+		close(r.sinkCh)
 		return
 	}
-	pc := b.newPiece(b.records)
-	pc.dead = append(pc.dead, b.dead...)
-	d.batches++
-	r.forward(0, 0, d.sent, pc, r.advanceWatermark(), d.route)
-	b.ack.Done(nil) // the dispatcher's own hold
+	r.closeInput(0)
+	for j := range r.p.Repartitions {
+		r.closeInput(r.entrySegment(j))
+	}
 }
 
 // route picks the first-segment worker of a source record: by key in a

@@ -48,6 +48,22 @@
 // The pieces a batch is cut into all belong to it, and it completes, and
 // is acknowledged to its source, only when every piece has been written.
 //
+// # Repartitions
+//
+// A Repartition cuts the chain at a key_by through a topic instead: the
+// workers of the segment ending with the key_by hand their records to the
+// sink loop, which writes them to the repartition's sink (a Kafka topic,
+// partitioned by the new key), and the dispatcher cuts the records of
+// that topic out of the sources' batches and hands them, by key, to the
+// segment after the key_by, under a watermark of their own: the least
+// event time the topic's partitions were promised (Out.PartitionTime).
+// What the instance promises for its own input partitions reaches the
+// sink in order with their records: the dispatcher sends the first
+// segment's workers the sources' partition watermarks after the records
+// it dispatched before, the workers hand them on after their output,
+// and the sink loop writes, for each partition, the least its workers
+// handed on (RepartitionSink.Watermark).
+//
 // # Checkpoints
 //
 // With Pipeline.Checkpointing a run takes consistent checkpoints by an

@@ -76,6 +76,10 @@ type Pipeline struct {
 	// (a run sharing its consumer group by task): operators restore and
 	// clean up only those (KeyOwner).
 	OwnsKey func(key []byte) bool
+	// Repartitions are the key_by steps whose records cross instances
+	// through a topic rather than moving between workers in the process
+	// (see Repartition).
+	Repartitions []Repartition
 
 	stats atomic.Pointer[runStats] // the current or last run's, for Stats
 }
@@ -127,12 +131,17 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	return st.summary(p), err
 }
 
-// closeOutputs closes the sinks, the dead-letter output and the sources
-// that are io.Closers, in that order.
+// closeOutputs closes the sinks, the repartitions' sinks, the
+// dead-letter output and the sources that are io.Closers, in that order.
 func (p *Pipeline) closeOutputs() []error {
 	var errs []error
 	for _, s := range p.Sinks {
 		if err := s.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, rp := range p.Repartitions {
+		if err := rp.Sink.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -152,8 +161,9 @@ func (p *Pipeline) closeOutputs() []error {
 }
 
 // restoreOperators rebuilds the in-memory state of every operator that is
-// a Restorer, each instance taking the record keys routed to its worker.
-func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm int64) error {
+// a Restorer, each instance taking the record keys routed to its worker
+// and the watermark its segment was given (wm).
+func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm func(*segment) int64) error {
 	for _, s := range segs {
 		for w, ops := range s.ops {
 			owns := owner{w, par, p.OwnsKey}.owns
@@ -162,7 +172,7 @@ func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par in
 				if !ok {
 					continue
 				}
-				if err := r.Restore(ctx, wm, owns); err != nil {
+				if err := r.Restore(ctx, wm(s), owns); err != nil {
 					return fmt.Errorf("operator %q: restoring state: %w", p.Steps[s.first+j].Name, err)
 				}
 			}

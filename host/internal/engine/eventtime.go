@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weir-stream/weir/abi/wjson"
@@ -97,10 +100,23 @@ func parseTime(v wjson.Value, f TimeFormat) (int64, error) {
 }
 
 // watermarks computes the pipeline's watermark from what the sources have
-// shown. It is used by the dispatcher goroutine only.
+// shown, and, for each repartition, the watermark of the part of the
+// chain after it from what its topic's partitions were promised. It is
+// used by the dispatcher goroutine only.
 type watermarks struct {
+	// sources holds the tracking of each source, then of each
+	// repartition topic (topics, in order).
 	sources []*sourceTime
+	nsrc    int
+	topics  []string
 	now     func() time.Time
+}
+
+// partPromise is an event time a partition of a repartition topic
+// reached (Out.PartitionTime).
+type partPromise struct {
+	k partKey
+	t int64
 }
 
 type sourceTime struct {
@@ -122,11 +138,14 @@ type partTime struct {
 	lastSeen time.Time
 }
 
-func newWatermarks(ets []*EventTime, sources int, now func() time.Time) *watermarks {
-	w := &watermarks{now: now}
-	for i := range sources {
+func newWatermarks(ets []*EventTime, sources int, topics []string, now func() time.Time) *watermarks {
+	w := &watermarks{now: now, nsrc: sources, topics: topics}
+	for i := range sources + len(topics) {
 		var et *EventTime
-		if i < len(ets) {
+		switch {
+		case i >= sources:
+			et = &EventTime{} // a repartition topic: its partitions' promises, as they are
+		case i < len(ets):
 			et = ets[i]
 		}
 		w.sources = append(w.sources, &sourceTime{et: et, parts: map[partKey]*partTime{}, maxSeen: NoWatermark, held: NoWatermark})
@@ -134,18 +153,47 @@ func newWatermarks(ets []*EventTime, sources int, now func() time.Time) *waterma
 	return w
 }
 
+// tracking returns the event-time tracking a partition of topic belongs
+// to, read by source i: its repartition topic's, or the source's.
+func (w *watermarks) tracking(i int, topic string) *sourceTime {
+	for j, t := range w.topics {
+		if t == topic {
+			return w.sources[w.nsrc+j]
+		}
+	}
+	return w.sources[i]
+}
+
 // announce notes partitions source i began to read, which hold the
-// watermark back until they show a record or go idle.
+// watermark back until they show a record or go idle (or, of a
+// repartition topic, until they are promised an event time).
 func (w *watermarks) announce(i int, parts []partKey) {
-	s := w.sources[i]
-	if s.et == nil {
+	now := w.now()
+	for _, k := range parts {
+		s := w.tracking(i, k.topic)
+		if s.et != nil && s.parts[k] == nil {
+			s.parts[k] = &partTime{max: NoWatermark, lastSeen: now}
+		}
+	}
+}
+
+// promise notes the event times partitions of repartition topics reached.
+func (w *watermarks) promise(ps []partPromise) {
+	if len(ps) == 0 {
 		return
 	}
 	now := w.now()
-	for _, k := range parts {
-		if s.parts[k] == nil {
-			s.parts[k] = &partTime{max: NoWatermark, lastSeen: now}
+	for _, pp := range ps {
+		s := w.tracking(-1, pp.k.topic)
+		p := s.parts[pp.k]
+		if p == nil {
+			p = &partTime{max: NoWatermark}
+			s.parts[pp.k] = p
 		}
+		p.max = max(p.max, pp.t)
+		p.lastSeen = now
+		s.maxSeen = max(s.maxSeen, pp.t)
+		s.lastSeen = now
 	}
 }
 
@@ -175,17 +223,70 @@ func (w *watermarks) observe(i int, recs []record.Record) {
 	s.lastSeen = now
 }
 
-// current returns the pipeline watermark: the least over sources.
+// current returns the pipeline watermark: the least over sources. With
+// repartitions, a partition that has shown nothing yet does not hold it
+// back: the part of the chain before a repartition keeps no event-time
+// state, and what this instance promises the repartition's readers is
+// each input partition's own watermark (partitions), of the partitions
+// it has read; a partition's last owner's promise stands until then.
 func (w *watermarks) current() int64 {
 	now := w.now()
+	skip := len(w.topics) > 0
 	wm := int64(math.MaxInt64)
-	for _, s := range w.sources {
-		wm = min(wm, s.watermark(now))
+	for _, s := range w.sources[:w.nsrc] {
+		wm = min(wm, s.watermark(now, skip))
 	}
 	return wm
 }
 
-func (s *sourceTime) watermark(now time.Time) int64 {
+// repartition returns the watermark after repartition j: the least event
+// time its topic's partitions were promised.
+func (w *watermarks) repartition(j int) int64 {
+	return w.sources[w.nsrc+j].watermark(w.now(), false)
+}
+
+// PartitionWatermark is how far one partition of a source's input has
+// been read in event time: no record at or before WM follows in it,
+// except late ones. It is plain data.
+type PartitionWatermark struct {
+	Topic     string
+	Partition int32
+	WM        int64
+}
+
+// inputTimes is the dispatcher's snapshot of the sources' partition
+// watermarks (partitions), shared read-only by the pieces that carry it.
+type inputTimes struct{ parts []PartitionWatermark }
+
+// partitions returns the watermark of every partition of the sources
+// (not of repartition topics) that has shown a record, sorted, or prev
+// when that is unchanged.
+func (w *watermarks) partitions(prev *inputTimes) *inputTimes {
+	var out []PartitionWatermark
+	for _, s := range w.sources[:w.nsrc] {
+		if s.et == nil {
+			continue
+		}
+		ooo := s.et.MaxOutOfOrderness.Milliseconds()
+		for k, p := range s.parts {
+			if p.max != NoWatermark {
+				out = append(out, PartitionWatermark{Topic: k.topic, Partition: k.partition, WM: p.max - ooo})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b PartitionWatermark) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	if prev != nil && slices.Equal(prev.parts, out) {
+		return prev
+	}
+	return &inputTimes{parts: out}
+}
+
+// watermark returns the source's watermark now; skipUnshown leaves out
+// the partitions announced that have shown nothing, which otherwise hold
+// it back.
+func (s *sourceTime) watermark(now time.Time, skipUnshown bool) int64 {
 	if s.et == nil {
 		return now.UnixMilli() - 1
 	}
@@ -193,6 +294,9 @@ func (s *sourceTime) watermark(now time.Time) int64 {
 	wm, active := int64(math.MaxInt64), false
 	for _, p := range s.parts {
 		if s.et.IdleTimeout > 0 && now.Sub(p.lastSeen) >= s.et.IdleTimeout {
+			continue
+		}
+		if p.max == NoWatermark && skipUnshown {
 			continue
 		}
 		active = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,20 +26,29 @@ type runner struct {
 	ck                    *Checkpointing // nil without checkpoints
 	restore               *Checkpoint    // the checkpoint the run continues from, or nil
 
-	segs   []*segment
-	pool   *pool
-	srcCh  chan *batch // the sources' batches, to the dispatcher
-	sinkCh chan *piece // the last segment's pieces, to the sink loop
-	bar    *barrier    // nil without checkpoints
-	outs   []*Out      // by source
-	work   *busy       // what a checkpoint waits for
+	segs []*segment
+	// terminals counts the segments still running whose workers hand
+	// their pieces to the sink loop: the last, and every one before a
+	// repartition. reparts is the sink loop's view of each repartition;
+	// topics are their topics.
+	terminals atomic.Int32
+	reparts   []repartitionState
+	topics    []string
+	pool      *pool
+	srcCh     chan *batch // the sources' batches, to the dispatcher
+	sinkCh    chan *piece // the last segment's pieces, to the sink loop
+	bar       *barrier    // nil without checkpoints
+	outs      []*Out      // by source
+	work      *busy       // what a checkpoint waits for
 
 	// wms, lastWM and epoch are the dispatcher's; the final checkpoint
 	// reads them after the dispatcher has ended. lastWM is the last
-	// watermark forwarded but the final one.
-	wms    *watermarks
-	lastWM int64
-	epoch  uint64
+	// watermark forwarded but the final one; entryWM, by repartition, the
+	// last forwarded after it.
+	wms     *watermarks
+	lastWM  int64
+	entryWM []int64
+	epoch   uint64
 
 	// unflushed is the sink loop's: the pieces it wrote to the synchronous
 	// outputs since the last flush, which releases each piece's hold on
@@ -73,8 +83,11 @@ func (r *runner) prepare() error {
 	}
 	var err error
 	r.segs, err = r.p.segments(r.hard, r.par, r.depth)
+	if err == nil {
+		err = r.cutRepartitions()
+	}
 	if err == nil && r.restore != nil {
-		err = r.p.restoreOperators(r.hard, r.segs, r.par, r.restore.Watermark)
+		err = r.p.restoreOperators(r.hard, r.segs, r.par, r.restoredWatermark)
 	}
 	if err != nil {
 		return r.closeAll(err)
@@ -112,7 +125,7 @@ func (r *runner) makeQueues() {
 	r.outs = make([]*Out, len(p.Sources))
 	for i, s := range p.Sources {
 		r.outs[i] = &Out{ctx: r.hard, pool: r.pool, ch: r.srcCh, source: i, name: s.Name(),
-			batchSize: r.batchSize, bar: r.bar, live: &r.st.sources[i]}
+			batchSize: r.batchSize, bar: r.bar, live: &r.st.sources[i], reparts: r.topics}
 		if i < len(p.EventTime) {
 			r.outs[i].et = p.EventTime[i]
 		}
@@ -124,7 +137,7 @@ func (r *runner) makeQueues() {
 	if r.bar != nil {
 		r.bar.outs = r.outs
 	}
-	r.wms = newWatermarks(p.EventTime, len(p.Sources), time.Now)
+	r.wms = newWatermarks(p.EventTime, len(p.Sources), r.topics, time.Now)
 }
 
 // restoreCheckpoint puts the sources, the file outputs, event time and
@@ -137,7 +150,24 @@ func (r *runner) restoreCheckpoint() error {
 		return err
 	}
 	r.lastWM, r.epoch = r.restore.Watermark, r.restore.Epoch
+	if len(r.restore.Entries) == len(r.entryWM) {
+		copy(r.entryWM, r.restore.Entries)
+	}
 	return nil
+}
+
+// restoredWatermark is the watermark the operators of segment s were
+// given at the checkpoint the run continues from: the sources' before a
+// repartition, the repartition's after it (none if the checkpoint was
+// taken without it).
+func (r *runner) restoredWatermark(s *segment) int64 {
+	if s.domain == 0 {
+		return r.restore.Watermark
+	}
+	if j := s.domain - 1; j < len(r.restore.Entries) {
+		return r.restore.Entries[j]
+	}
+	return NoWatermark
 }
 
 // startSources runs every source on a goroutine of its own, and closes
@@ -220,13 +250,8 @@ func (r *runner) send(ch chan<- *piece, pc *piece) {
 	}
 }
 
-// closeInput tells segment si, or the sink loop after the last segment,
-// that nothing more comes.
+// closeInput tells segment si that nothing more comes.
 func (r *runner) closeInput(si int) {
-	if si == len(r.segs) {
-		close(r.sinkCh)
-		return
-	}
 	for _, ch := range r.segs[si].in {
 		close(ch)
 	}

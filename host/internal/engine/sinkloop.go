@@ -12,11 +12,10 @@ func (r *runner) writeOutputs() {
 		if r.hard.Err() != nil {
 			continue
 		}
-		if err := r.p.writePiece(pc, r.st); err != nil {
+		if err := r.write(pc); err != nil {
 			r.fail(err)
 			continue
 		}
-		r.unflushed = append(r.unflushed, pc)
 		if len(r.sinkCh) == 0 {
 			r.flush()
 		}
@@ -40,6 +39,18 @@ func (r *runner) flush() {
 	r.unflushed = r.unflushed[:0]
 }
 
+// write hands pc to its outputs: a repartition's sink, or every sink.
+func (r *runner) write(pc *piece) error {
+	if pc.repart > 0 {
+		return r.writeRepartition(pc)
+	}
+	if err := r.p.writePiece(pc, r.st); err != nil {
+		return err
+	}
+	r.unflushed = append(r.unflushed, pc)
+	return nil
+}
+
 // writePiece gives pc's records to every sink and its dead letters to the
 // dead-letter output.
 func (p *Pipeline) writePiece(pc *piece, st *runStats) error {
@@ -54,6 +65,12 @@ func (p *Pipeline) writePiece(pc *piece, st *runStats) error {
 		rejected := len(pc.dead) - before
 		st.sinks[i].add(len(pc.records), len(pc.records)-rejected, rejected)
 	}
+	return p.writeDead(pc, st)
+}
+
+// writeDead gives pc's dead letters to the dead-letter output.
+func (p *Pipeline) writeDead(pc *piece, st *runStats) error {
+	ack := &pc.root.ack
 	if p.DeadLetter == nil {
 		if len(pc.dead) > 0 {
 			return fmt.Errorf("%d records failed and there is no dead-letter output: %s", len(pc.dead), pc.dead[0].Reason)
@@ -72,6 +89,11 @@ func (p *Pipeline) writePiece(pc *piece, st *runStats) error {
 func (p *Pipeline) flush() error {
 	for _, s := range p.Sinks {
 		if err := s.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, rp := range p.Repartitions {
+		if err := rp.Sink.Flush(); err != nil {
 			return err
 		}
 	}

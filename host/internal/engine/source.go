@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -27,6 +28,7 @@ type Out struct {
 	batchSize int
 	cur       *batch
 	et        *EventTime  // where event time comes from, or nil
+	reparts   []string    // repartition topics, whose records keep their timestamps
 	count     int64       // records added
 	dead      int64       // dead letters added
 	live      *liveCounts // the run's counts of this source, published per batch
@@ -48,8 +50,10 @@ func (o *Out) Add(rec record.Record) error {
 	if o.handed <= o.skip {
 		return nil // handed out before the checkpoint this run resumes from
 	}
-	if err := o.et.stamp(&rec); err != nil {
-		return o.dead1(rec, err.Error())
+	if len(o.reparts) == 0 || !slices.Contains(o.reparts, rec.Origin.Topic) {
+		if err := o.et.stamp(&rec); err != nil {
+			return o.dead1(rec, err.Error())
+		}
 	}
 	b, err := o.own(&rec)
 	if err != nil {
@@ -151,6 +155,39 @@ func (o *Out) Announce(topic string, partition int32) error {
 	return nil
 }
 
+// PartitionTime tells the pipeline that a partition of a repartition
+// topic (Repartition.Topic) has reached event time t: every instance
+// writing to it has promised that no record at or before t follows
+// (RepartitionSink.Watermark). The part of the chain after the
+// repartition follows the least time over the partitions announced, and
+// a partition's time never goes back.
+//
+// at is where the source read the promise: a Kafka source's watermark
+// record, whose offset the batch covers as it covers its records'.
+func (o *Out) PartitionTime(at record.Origin, t int64) error {
+	if o.cur == nil {
+		if err := o.take(); err != nil {
+			return err
+		}
+	}
+	o.cur.promises = append(o.cur.promises, partPromise{partKey{at.Topic, at.Partition}, t})
+	o.cur.track(at)
+	return nil
+}
+
+// Skip tells the pipeline that the source read a record at at that it
+// hands on to nothing (a repeat it already handed out): the batch
+// covers its position, so that its offset is committed with the rest.
+func (o *Out) Skip(at record.Origin) error {
+	if o.cur == nil {
+		if err := o.take(); err != nil {
+			return err
+		}
+	}
+	o.cur.track(at)
+	return nil
+}
+
 // Pending returns the number of records in the batch not yet sent.
 func (o *Out) Pending() int {
 	if o.cur == nil {
@@ -170,7 +207,7 @@ func (o *Out) publish() {
 // Flush sends the current batch, if it holds anything.
 func (o *Out) Flush() error {
 	b := o.cur
-	if b == nil || (len(b.records) == 0 && len(b.dead) == 0 && len(b.announce) == 0) {
+	if b == nil || (len(b.records) == 0 && len(b.dead) == 0 && len(b.announce) == 0 && len(b.promises) == 0 && len(b.positions) == 0) {
 		return nil
 	}
 	o.cur = nil

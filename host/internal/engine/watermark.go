@@ -22,10 +22,16 @@ type Watermarker interface {
 }
 
 // advanceWatermark computes the pipeline watermark, as the dispatcher
-// forwards it, and publishes it to Stats.
+// forwards it to the start of the chain, and each repartition's
+// (entryWM), and publishes the one the sinks follow to Stats.
 func (r *runner) advanceWatermark() int64 {
 	r.lastWM = r.wms.current()
-	r.st.watermark.Store(r.lastWM)
+	out := r.lastWM
+	for j := range r.entryWM {
+		r.entryWM[j] = r.wms.repartition(j)
+		out = r.entryWM[j]
+	}
+	r.st.watermark.Store(out)
 	return r.lastWM
 }
 

@@ -23,7 +23,7 @@ func TestWatermarks(t *testing.T) {
 		return record.Record{Timestamp: ts, Origin: record.Origin{Topic: "t", Partition: part}}
 	}
 	et := &EventTime{MaxOutOfOrderness: 5 * time.Millisecond, IdleTimeout: time.Second, IdleAdvance: true}
-	w := newWatermarks([]*EventTime{et}, 1, clock)
+	w := newWatermarks([]*EventTime{et}, 1, nil, clock)
 	if got := w.current(); got != NoWatermark {
 		t.Fatalf("before any record: %d", got)
 	}
@@ -45,7 +45,7 @@ func TestWatermarks(t *testing.T) {
 		t.Fatalf("watermark %d, want 195 + 2600: advancing with the wall clock while all is idle", got)
 	}
 	// Processing time: the wall clock.
-	pw := newWatermarks(nil, 1, clock)
+	pw := newWatermarks(nil, 1, nil, clock)
 	if got := pw.current(); got != now.UnixMilli()-1 {
 		t.Fatalf("processing-time watermark %d", got)
 	}
@@ -125,6 +125,26 @@ func (c *windowCounter) OnWatermark(_ context.Context, wm int64, out *record.Out
 	return nil
 }
 
+// windowCounts reads windowCounter's output, "key start count" lines,
+// into counts by "key start", failing the test if a window came out twice
+// (a record arrived after the watermark had passed it).
+func windowCounts(t *testing.T, out string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var k string
+		var start int64
+		var c int
+		fmt.Sscanf(line, "%s %d %d", &k, &start, &c)
+		key := fmt.Sprintf("%s %d", k, start)
+		if _, dup := got[key]; dup {
+			t.Fatalf("window %s emitted twice: a record came after the watermark passed it", key)
+		}
+		got[key] = c
+	}
+	return got
+}
+
 // TestEventTimeWindowsFire runs a keyed window operator on two workers over
 // records with an event-time field, out of order within the bound, and
 // checks that every window comes out once with its full count: the last
@@ -161,18 +181,7 @@ func TestEventTimeWindowsFire(t *testing.T) {
 	if back {
 		t.Error("a worker saw its watermark go back")
 	}
-	got := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var k string
-		var start int64
-		var c int
-		fmt.Sscanf(line, "%s %d %d", &k, &start, &c)
-		key := fmt.Sprintf("%s %d", k, start)
-		if _, dup := got[key]; dup {
-			t.Fatalf("window %s emitted twice", key)
-		}
-		got[key] = c
-	}
+	got := windowCounts(t, out.String())
 	if len(got) != len(want) {
 		var missing []string
 		for k := range want {

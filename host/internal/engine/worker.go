@@ -17,6 +17,11 @@ type segment struct {
 	in         []chan *piece // one queue per worker
 	ops        [][]Operator  // [worker][step - first]
 	keyed      bool          // routed by key (it follows a key_by, or holds KeyedState)
+	// repart is the repartition the segment's output goes to, and entry
+	// the one whose records it takes from the dispatcher (-1: none);
+	// domain is the event time it follows: 0 the sources', j+1
+	// repartition j's (see cutRepartitions).
+	repart, entry, domain int
 }
 
 // worker is the state of one worker goroutine of a segment: it runs the
@@ -30,6 +35,9 @@ type worker struct {
 	in   []int64 // the watermark of each input: the dispatcher, or each upstream worker
 	cur  int64   // the watermark the operators were given
 	sent []int64 // the watermark promised to each worker of the next segment
+	// snap is the last partition watermarks the dispatcher sent, and
+	// sentSnap the last handed to the repartition (a segment before one).
+	snap, sentSnap *inputTimes
 }
 
 // startWorkers starts every segment's workers. Once a segment's workers
@@ -46,14 +54,14 @@ func (r *runner) startWorkers() {
 		}
 		go func() {
 			wg.Wait()
-			r.closeInput(si + 1)
+			r.segmentEnded(si)
 		}()
 	}
 }
 
 func (r *runner) newWorker(si, w int) *worker {
 	upstream := 1 // the dispatcher
-	if si > 0 {
+	if si > 0 && r.segs[si].entry < 0 {
 		upstream = r.par
 	}
 	k := &worker{r: r, si: si, s: r.segs[si], w: w, in: make([]int64, upstream), cur: NoWatermark, sent: make([]int64, r.par)}
@@ -81,6 +89,9 @@ func (k *worker) loop() {
 func (k *worker) handle(pc *piece) {
 	r := k.r
 	k.in[pc.from] = max(k.in[pc.from], pc.wm)
+	if pc.snap != nil {
+		k.snap = pc.snap
+	}
 	var data *piece
 	wmOnly := pc.wmOnly
 	if wmOnly {
@@ -132,6 +143,10 @@ func (k *worker) handOn(data *piece) error {
 // forward hands pc (or nil) to the next segment, promising wm; records
 // move to the worker that owns their key.
 func (k *worker) forward(pc *piece, wm int64) {
+	if k.s.repart >= 0 {
+		k.toRepartition(pc, wm)
+		return
+	}
 	k.r.forward(k.si+1, k.w, k.sent, pc, wm, k.r.keyRoute)
 }
 

@@ -181,6 +181,13 @@ type SourceConfig struct {
 	// anew, and a record whose key's task is another instance's goes to
 	// the dead-letter output.
 	Tasks *Tasks
+	// Repartition, when set, is the repartition topic (engine.Repartition)
+	// the source reads besides Topics: the records a key_by upstream wrote
+	// there, for the chain after it. With Tasks, its partitions are the
+	// tasks, and Topics' partitions are read as inputs holding no state.
+	// Its watermark records (RepartitionSink.Watermark) become the
+	// partitions' event times (engine.Out.PartitionTime), not records.
+	Repartition string
 	// Txn, when set, makes the source exactly-once (it implies
 	// Checkpointed): it consumes read_committed through a transactional
 	// client (see Txn), whose transactions commit the group's offsets, and
@@ -281,8 +288,14 @@ type Source struct {
 	restore      map[srcTP]int64
 	gate         *restoreGate
 	tasks        *Tasks // SourceConfig.Tasks
-	runs         int    // Runs begun (owned by Run's goroutine)
-	restoredRun  bool   // Restore was called for the coming Run (guarded by mu)
+	repartition  string // SourceConfig.Repartition
+	// upstream is, per partition of the repartition topic, the watermark
+	// each upstream task last wrote there as far as the run read it, and
+	// restoredUp the restored checkpoint's (repartition.go; guarded by
+	// mu).
+	upstream, restoredUp map[int32]*upstreamTimes
+	runs                 int  // Runs begun (owned by Run's goroutine)
+	restoredRun          bool // Restore was called for the coming Run (guarded by mu)
 
 	// lag is, per partition, the records after the last one polled, as of
 	// the fetch that brought it (guarded by mu).
@@ -374,6 +387,12 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		return fail("no consumer group")
 	}
 	topics := slices.DeleteFunc(slices.Clone(cfg.Topics), func(t string) bool { return t == "" })
+	if cfg.Repartition != "" {
+		if cfg.TopicRegex != "" {
+			return fail("a repartition topic with a topic regex")
+		}
+		topics = append(topics, cfg.Repartition)
+	}
 	slices.Sort(topics)
 	topics = slices.Compact(topics)
 	switch {
@@ -431,6 +450,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		instanceID:     cfg.InstanceID,
 		gate:           newRestoreGate(),
 		tasks:          cfg.Tasks,
+		repartition:    cfg.Repartition,
 		held:           make(map[srcTP]struct{}),
 		gotParts:       make(chan struct{}, 1),
 		sessionTimeout: cfg.SessionTimeout,
@@ -519,6 +539,9 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if s.runs > 1 {
 		s.rewind()
 	}
+	s.mu.Lock()
+	s.upstream = cloneUpstream(s.restoredUp)
+	s.mu.Unlock()
 	if s.topics != nil {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
@@ -696,12 +719,23 @@ func (r *sourceRun) hand(kr *kgo.Record) error {
 	if len(kr.Headers) > 0 {
 		r.hdrs = r.hdrs[:0]
 		for _, h := range kr.Headers {
+			if h.Key == RepartitionOriginHeader && kr.Topic == r.s.repartition {
+				continue // the repartition's own
+			}
 			r.hdrs = append(r.hdrs, record.Header{Key: h.Key, Value: h.Value})
 		}
 		rec.Headers = r.hdrs
 	}
 	if r.s.format == FormatJSON && !wjson.Valid(kr.Value) {
 		return r.dead(rec, kr, fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value)))
+	}
+	if kr.Topic == r.s.repartition && r.s.repartition != "" {
+		if isRepartitionWatermark(kr) {
+			return r.partitionTime(rec, kr)
+		}
+		if r.applied(kr) {
+			return r.out.Skip(rec.Origin)
+		}
 	}
 	if reason := r.foreignTask(kr); reason != "" {
 		return r.dead(rec, kr, reason)

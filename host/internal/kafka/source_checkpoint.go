@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -42,30 +43,43 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 			put(tp, p.commit.Offset)
 		}
 	}
+	if len(s.upstream) > 0 {
+		if snap[s.repartition] == nil {
+			snap[s.repartition] = map[string]int64{}
+		}
+		putUpstream(snap[s.repartition], s.upstream)
+	}
 	s.mu.Unlock()
 	return json.Marshal(snap)
 }
 
 // Restore implements engine.Snapshotter: each partition resumes from the
 // checkpoint's offset when first assigned, whatever the group committed.
+//
+// Exactly once, the group's offsets were committed in the same
+// transaction as the checkpoint, and are where it resumes; so does a
+// source that shares its group with other instances. Either way, the
+// repartition topic's upstream watermarks come from the checkpoint.
 func (s *Source) Restore(b json.RawMessage) error {
-	if s.txn != nil || s.fromGroup {
-		// Exactly-once: the group's offsets were committed in the same
-		// transaction as the checkpoint, and are where it resumes. So
-		// does a source that shares its group with other instances.
-		s.restoreDone()
-		return nil
-	}
+	defer s.restoreDone()
 	var snap sourceSnapshot
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &snap); err != nil {
 			return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
 		}
 	}
-	defer s.restoreDone()
+	ups := map[int32]*upstreamTimes{}
 	restore := make(map[srcTP]int64)
 	for topic, parts := range snap {
 		for p, off := range parts {
+			if topic == s.repartition {
+				if isUp, err := takeUpstream(ups, p, off); isUp {
+					if err != nil {
+						return fmt.Errorf("kafka source %q: checkpoint: %w", s.name, err)
+					}
+					continue
+				}
+			}
 			n, err := strconv.ParseInt(p, 10, 32)
 			if err != nil || off < 0 {
 				return fmt.Errorf("kafka source %q: checkpoint: bad partition %q or offset %d of topic %q", s.name, p, off, topic)
@@ -73,8 +87,11 @@ func (s *Source) Restore(b json.RawMessage) error {
 			restore[srcTP{topic, int32(n)}] = off
 		}
 	}
+	if s.txn != nil || s.fromGroup {
+		restore = nil
+	}
 	s.mu.Lock()
-	s.restore, s.restoredRun = restore, true
+	s.restore, s.restoredUp, s.restoredRun = restore, ups, true
 	s.mu.Unlock()
 	return nil
 }
@@ -186,10 +203,11 @@ func (s *Source) Lag() int64 {
 }
 
 // AddTaskSnapshot returns the snapshot into (empty for none) with the
-// offsets that from gives partition p, in every topic, added: a Source
+// offsets that from gives partition p, of topic or ("") of every topic,
+// added: a Source
 // sharing its group by task resumes each task where the last checkpoint
 // written for it, by whichever instance owned it, left it.
-func AddTaskSnapshot(into, from json.RawMessage, p int32) (json.RawMessage, error) {
+func AddTaskSnapshot(into, from json.RawMessage, topic string, p int32) (json.RawMessage, error) {
 	out, src := sourceSnapshot{}, sourceSnapshot{}
 	if len(into) > 0 {
 		if err := json.Unmarshal(into, &out); err != nil {
@@ -200,29 +218,33 @@ func AddTaskSnapshot(into, from json.RawMessage, p int32) (json.RawMessage, erro
 		return nil, fmt.Errorf("kafka source checkpoint: %w", err)
 	}
 	key := strconv.Itoa(int(p))
-	for topic, parts := range src {
-		off, ok := parts[key]
-		if !ok {
+	for t, parts := range src {
+		if topic != "" && t != topic {
 			continue
 		}
-		if out[topic] == nil {
-			out[topic] = map[string]int64{}
+		for k, v := range parts {
+			if k != key && !strings.HasPrefix(k, key+":") { // its offset, or its upstream watermarks
+				continue
+			}
+			if out[t] == nil {
+				out[t] = map[string]int64{}
+			}
+			out[t][k] = v
 		}
-		out[topic][key] = off
 	}
 	return json.Marshal(out)
 }
 
 // SnapshotCovers reports whether a Source snapshot holds an offset for
-// partition p of some topic.
-func SnapshotCovers(snapshot json.RawMessage, p int32) bool {
+// partition p of topic ("": of some topic).
+func SnapshotCovers(snapshot json.RawMessage, topic string, p int32) bool {
 	var snap sourceSnapshot
 	if len(snapshot) == 0 || json.Unmarshal(snapshot, &snap) != nil {
 		return false
 	}
 	key := strconv.Itoa(int(p))
-	for _, parts := range snap {
-		if _, ok := parts[key]; ok {
+	for t, parts := range snap {
+		if _, ok := parts[key]; ok && (topic == "" || t == topic) {
 			return true
 		}
 	}

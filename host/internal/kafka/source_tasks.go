@@ -38,7 +38,7 @@ func (s *Source) endTaskRun() {
 func (s *Source) forgetStaleRestore() {
 	s.mu.Lock()
 	if !s.restoredRun {
-		s.restore = nil
+		s.restore, s.restoredUp = nil, nil
 	}
 	s.restoredRun = false
 	s.mu.Unlock()
@@ -132,12 +132,16 @@ func (s *Source) moveTasks() {
 		return
 	}
 	s.mu.Lock()
-	var held []int32
+	var held, inputs []int32
 	for tp := range s.held {
-		held = append(held, tp.partition)
+		if tp.topic == s.tasksTopic() {
+			held = append(held, tp.partition)
+		} else {
+			inputs = append(inputs, tp.partition)
+		}
 	}
 	s.mu.Unlock()
-	if !s.tasks.moveTo(held) {
+	if !s.tasks.moveTo(held, inputs) {
 		return
 	}
 	s.log.Info("kafka source: the consumer group moved tasks; the run rolls back to its last checkpoint and starts again for its tasks",
@@ -160,10 +164,23 @@ func (s *Source) ownedTasks() []bool {
 	return s.tasks.ownedMask()
 }
 
+// tasksTopic is the topic whose partitions are the tasks: the
+// repartition topic, when the source reads one, or else its one topic.
+func (s *Source) tasksTopic() string {
+	if s.repartition != "" {
+		return s.repartition
+	}
+	if len(s.topics) == 1 {
+		return s.topics[0]
+	}
+	return ""
+}
+
 // foreignTask returns, when kr's key belongs to a task this run does not
-// own, why the record cannot be processed here; "" otherwise.
+// own, why the record cannot be processed here; "" otherwise. Only the
+// tasks' topic holds keyed state's records.
 func (r *sourceRun) foreignTask(kr *kgo.Record) string {
-	if r.owned == nil {
+	if r.owned == nil || kr.Topic != r.s.tasksTopic() {
 		return ""
 	}
 	t := task.Of(kr.Key, len(r.owned))

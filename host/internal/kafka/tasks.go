@@ -15,9 +15,11 @@ import (
 )
 
 // A pipeline with keyed state shares its consumer group with its other
-// instances by task: a task is one partition of the input topic, and owns
-// the state of the record keys that Kafka's default partitioner places
-// there (package task), with the changelog partition of the same number.
+// instances by task: a task is one partition of the input topic (or, for
+// a pipeline that repartitions, of its repartition topic, the input's
+// partitions then holding no state), and owns the state of the record
+// keys that Kafka's default partitioner places there (package task), with
+// the changelog partition of the same number.
 // The instance that the group assigns a partition runs its task. A move
 // that takes a task from an instance ends that instance's run with
 // ErrTasksChanged: the run is rolled back to its last checkpoint and built
@@ -46,12 +48,17 @@ type Tasks struct {
 	write sync.Mutex
 	exact bool
 	mu    sync.Mutex // guards the rest
-	owned []int32    // sorted partitions of the input topic
+	owned []int32    // sorted partitions of the tasks' topic
 	begun []int32    // owned when the run began
-	moved bool       // owned changed since Begin
-	lost  bool       // a task of begun is no longer owned
-	count int        // the tasks in all: the changelog's partitions
-	stop  func()     // ends the run as a stop does, when it only gained tasks
+	// inputs and begunInputs are the same for the partitions of the
+	// other topics the source reads (a pipeline's input, when its tasks
+	// are a repartition topic's partitions): they hold no state, but a
+	// move of one ends the run as a move of a task does.
+	inputs, begunInputs []int32
+	moved               bool   // owned or inputs changed since Begin
+	lost                bool   // a task or input of the run's is no longer owned
+	count               int    // the tasks in all: the changelog's partitions
+	stop                func() // ends the run as a stop does, when it only gained tasks
 }
 
 // NewTasks returns an empty set, for a run delivering exactly once or
@@ -65,6 +72,7 @@ func (t *Tasks) Begin() []int32 {
 	defer t.mu.Unlock()
 	t.moved, t.lost = false, false
 	t.begun = slices.Clone(t.owned)
+	t.begunInputs = slices.Clone(t.inputs)
 	return t.begun
 }
 
@@ -172,23 +180,27 @@ func (t *Tasks) Count() int {
 	return t.count
 }
 
-// moveTo records that the instance owns held now, waiting, at least
-// once, while a checkpoint holds the set, and reports whether that is a
-// change.
-func (t *Tasks) moveTo(held []int32) bool {
+// moveTo records that the instance owns held now, and inputs of the
+// source's other topics, waiting, at least once, while a checkpoint holds
+// the set, and reports whether that is a change.
+func (t *Tasks) moveTo(held, inputs []int32) bool {
 	slices.Sort(held)
+	slices.Sort(inputs)
 	if !t.exact {
 		t.write.Lock()
 		defer t.write.Unlock()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if slices.Equal(held, t.owned) {
+	if slices.Equal(held, t.owned) && slices.Equal(inputs, t.inputs) {
 		return false
 	}
-	t.owned, t.moved = held, true
+	t.owned, t.inputs, t.moved = held, inputs, true
 	for _, p := range t.begun {
 		t.lost = t.lost || !slices.Contains(held, p)
+	}
+	for _, p := range t.begunInputs {
+		t.lost = t.lost || !slices.Contains(inputs, p)
 	}
 	return true
 }
@@ -234,7 +246,7 @@ func (s *Source) TaskOwner(ctx context.Context, task int32) (owner TaskOwner, ok
 
 // groupMember is a member of a group sharing by task: its member id, the
 // name it is ordered by (its instance id, or else its member id), who it
-// is, and the tasks it owns (partitions of the source's topics).
+// is, and the tasks it owns (partitions of the tasks' topic).
 type groupMember struct {
 	id, name string
 	owner    TaskOwner
@@ -261,7 +273,7 @@ func (s *Source) groupMembers(ctx context.Context) ([]groupMember, error) {
 		}
 		if c, ok := m.Assigned.AsConsumer(); ok {
 			for _, t := range c.Topics {
-				if slices.Contains(s.topics, t.Topic) {
+				if t.Topic == s.tasksTopic() {
 					gm.tasks = append(gm.tasks, t.Partitions...)
 				}
 			}

@@ -21,7 +21,7 @@ func TestTasksFence(t *testing.T) {
 	}{{"at least once", false}, {"exactly once", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := NewTasks(tc.exact)
-			ts.moveTo([]int32{3, 1})
+			ts.moveTo([]int32{3, 1}, nil)
 			if got := ts.Begin(); fmt.Sprint(got) != "[1 3]" || ts.Moved() {
 				t.Fatalf("Begin = %v, moved %v; want [1 3], not moved", got, ts.Moved())
 			}
@@ -30,11 +30,11 @@ func TestTasksFence(t *testing.T) {
 				t.Fatalf("Hold = %v, %v", owned, ok)
 			}
 			if tc.exact {
-				ts.moveTo([]int32{1}) // would block the test if it waited
+				ts.moveTo([]int32{1}, nil) // would block the test if it waited
 				ts.Release()
 			} else {
 				moved := make(chan bool)
-				go func() { moved <- ts.moveTo([]int32{1}) }()
+				go func() { moved <- ts.moveTo([]int32{1}, nil) }()
 				select {
 				case <-moved:
 					t.Fatal("a move of tasks did not wait for the checkpoint holding them")
@@ -49,13 +49,13 @@ func TestTasksFence(t *testing.T) {
 			if _, ok := ts.Hold(); ok {
 				t.Fatal("Hold succeeded after the group moved tasks")
 			}
-			if ts.moveTo([]int32{1}) {
+			if ts.moveTo([]int32{1}, nil) {
 				t.Error("the same tasks again counted as a move")
 			}
 			// A move that only gives tasks leaves the run's own to
 			// commit: Hold returns them, not the new ones.
 			ts.Begin()
-			ts.moveTo([]int32{1, 2})
+			ts.moveTo([]int32{1, 2}, nil)
 			if owned, ok := ts.Hold(); !ok || fmt.Sprint(owned) != "[1]" || ts.Lost() || !ts.Moved() {
 				t.Fatalf("after gaining a task: Hold = %v, %v; lost %v, moved %v; want [1], true, not lost, moved", owned, ok, ts.Lost(), ts.Moved())
 			}
@@ -64,12 +64,34 @@ func TestTasksFence(t *testing.T) {
 	}
 }
 
+// TestTasksInputs checks the input partitions of a run whose tasks are
+// a repartition topic's: a move of one alone is a move, losing one is a
+// loss (the run's checkpoints then fail), and gaining one is not.
+func TestTasksInputs(t *testing.T) {
+	ts := NewTasks(false)
+	ts.moveTo([]int32{0, 1}, []int32{2, 3})
+	ts.Begin()
+	if !ts.moveTo([]int32{0, 1}, []int32{2, 3, 4}) || !ts.Moved() || ts.Lost() {
+		t.Fatalf("gaining an input: moved %v, lost %v; want moved, not lost", ts.Moved(), ts.Lost())
+	}
+	if owned, ok := ts.Hold(); !ok || fmt.Sprint(owned) != "[0 1]" {
+		t.Fatalf("Hold after gaining an input = %v, %v", owned, ok)
+	}
+	ts.Release()
+	if !ts.moveTo([]int32{0, 1}, []int32{4}) || !ts.Lost() {
+		t.Fatal("losing an input partition of the run is not a loss")
+	}
+	if _, ok := ts.Hold(); ok {
+		t.Fatal("Hold succeeded after the run lost an input partition")
+	}
+}
+
 // TestTasksOwnsKey checks that a run owns exactly the keys of its tasks,
 // as Kafka's default partitioner places them.
 func TestTasksOwnsKey(t *testing.T) {
 	ts := NewTasks(false)
 	ts.SetCount(12)
-	ts.moveTo([]int32{0, 5, 11})
+	ts.moveTo([]int32{0, 5, 11}, nil)
 	ts.Begin()
 	owns := ts.OwnsKey()
 	for i := range 2000 {

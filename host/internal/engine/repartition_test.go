@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/record"
+)
+
+// loopback is a repartition topic in memory, both ends of it: as the
+// RepartitionSink it appends each record to a partition by its key and
+// each watermark to every partition; as a Source it reads its input
+// topic's records ("in", partitioned, with an event-time field) and,
+// interleaved with them, what it wrote to its repartition topic ("rp"),
+// handing records on and watermarks as PartitionTime, until every
+// partition has been promised end. It is the shape of a Kafka source
+// that reads a pipeline's input and its repartition topic.
+type loopback struct {
+	in    []record.Record // the input topic's records, in order
+	parts int32           // partitions of "rp"
+	end   int64           // the watermark after which the source ends
+
+	mu       sync.Mutex
+	queue    []loopItem
+	next     []int64         // per partition of "rp", its next offset
+	upstream map[int32]int64 // the last watermark written for each input partition
+	written  int
+}
+
+type loopItem struct {
+	rec  record.Record
+	wm   int64
+	part int32
+	isWM bool
+}
+
+func (l *loopback) Name() string { return "loop" }
+func (l *loopback) Write(recs []record.Record, dead []record.DeadLetter, _ *Ack) ([]record.DeadLetter, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		p := int32(hashKey(r.Key) % uint32(l.parts))
+		rec := record.Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value), Timestamp: r.Timestamp,
+			Origin: record.Origin{Topic: "rp", Partition: p, Offset: l.next[p]}}
+		l.next[p]++
+		l.queue = append(l.queue, loopItem{rec: rec})
+		l.written++
+	}
+	return dead, nil
+}
+func (l *loopback) Watermark(parts []PartitionWatermark) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, pw := range parts {
+		l.upstream[pw.Partition] = pw.WM
+	}
+	if len(l.upstream) < 3 { // the reader's rule: every upstream task has written one
+		return nil
+	}
+	least := int64(math.MaxInt64)
+	for _, wm := range l.upstream {
+		least = min(least, wm)
+	}
+	for p := range l.parts {
+		l.queue = append(l.queue, loopItem{wm: least, part: p, isWM: true, rec: record.Record{Origin: record.Origin{Topic: "rp", Partition: p, Offset: l.next[p]}}})
+		l.next[p]++
+	}
+	return nil
+}
+func (l *loopback) Flush() error { return nil }
+func (l *loopback) Close() error { return nil }
+
+// take returns what was written since the last take.
+func (l *loopback) take() []loopItem {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queue
+	l.queue = nil
+	return q
+}
+
+func (l *loopback) Run(ctx context.Context, out *Out) error {
+	for p := range int32(3) {
+		out.Announce("in", p)
+	}
+	for p := range l.parts {
+		out.Announce("rp", p)
+	}
+	ended := map[int32]bool{}
+	for i := 0; len(ended) < int(l.parts); {
+		if i < len(l.in) {
+			for end := min(i+37, len(l.in)); i < end; i++ {
+				if err := out.Add(l.in[i]); err != nil {
+					return err
+				}
+			}
+		}
+		items := l.take()
+		for _, it := range items {
+			var err error
+			if it.isWM {
+				err = out.PartitionTime(it.rec.Origin, it.wm)
+				if it.wm >= l.end {
+					ended[it.part] = true
+				}
+			} else {
+				err = out.Add(it.rec)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		if len(items) == 0 && i >= len(l.in) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// TestRepartition runs a keyed window after a repartitioned key_by,
+// with the repartition topic looped back into the pipeline's one source,
+// over generated records on three input partitions, slightly out of
+// order, for several parallelisms and batch sizes. Every window must
+// come out once with its full count, so the watermark after the
+// repartition, made of what the workers before it promised, never ran
+// ahead of a record; and every record must have crossed the topic.
+func TestRepartition(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		par, batch int
+		parts      int32
+	}{
+		{name: "one worker", par: 1, batch: 64, parts: 4},
+		{name: "three workers", par: 3, batch: 64, parts: 4},
+		{name: "three workers, small batches", par: 3, batch: 7, parts: 5},
+		{name: "two workers, one partition", par: 2, batch: 16, parts: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const n, keys = 6000, 11
+			var in []record.Record
+			want := map[string]int{}
+			for i := range n {
+				ts := int64(i) - int64(i%3)
+				k := fmt.Sprintf("k%d-ü", (i*7)%keys)
+				in = append(in, record.Record{Value: fmt.Appendf(nil, `{"k":%q,"ts":%d}`, k, ts),
+					Origin: record.Origin{Topic: "in", Partition: int32(i % 3), Offset: int64(i / 3)}})
+				want[fmt.Sprintf("%s %d", k, ts/100*100)]++
+			}
+			const end = int64(1e12)
+			for p := range int32(3) {
+				in = append(in, record.Record{Value: fmt.Appendf(nil, `{"k":"end","ts":%d}`, end),
+					Origin: record.Origin{Topic: "in", Partition: p, Offset: n}})
+			}
+			loop := &loopback{in: in, parts: tc.parts, end: end - 5, next: make([]int64, tc.parts), upstream: map[int32]int64{}}
+			var back bool
+			var mu sync.Mutex
+			var out bytes.Buffer
+			p := &Pipeline{
+				Sources: []Source{loop},
+				Steps: []Step{keyByStep("by", []string{"k"}), {Name: "window", KeyedState: true, New: func(context.Context) (Operator, error) {
+					return &windowCounter{counts: map[string]map[int64]int{}, last: math.MinInt64, back: &back, mu: &mu}, nil
+				}}},
+				Repartitions:      []Repartition{{After: 0, Topic: "rp", Sink: loop}},
+				Sinks:             []Sink{NewWriterSink("out", "buffer", &out, SinkRaw, false)},
+				DeadLetter:        NewDeadLetterWriter("discard", io.Discard, false),
+				BatchSize:         tc.batch,
+				Parallelism:       tc.par,
+				EventTime:         []*EventTime{{Field: []string{"ts"}, MaxOutOfOrderness: 5 * time.Millisecond}},
+				WatermarkInterval: 5 * time.Millisecond,
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := p.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if back {
+				t.Error("a worker saw its watermark go back")
+			}
+			if loop.written != len(in) {
+				t.Errorf("%d records crossed the repartition topic, want %d", loop.written, len(in))
+			}
+			got := windowCounts(t, out.String())
+			for id, c := range want {
+				if got[id] != c {
+					t.Errorf("window %s counted %d, want %d", id, got[id], c)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d windows emitted, want %d", len(got), len(want))
+			}
+		})
+	}
+}

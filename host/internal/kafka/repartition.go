@@ -1,0 +1,508 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/task"
+)
+
+// A pipeline whose keyed state follows a key_by repartitions there
+// (engine.Repartition): the instance owning an input partition writes the
+// key_by's records to the repartition topic, each to the partition
+// Kafka's default partitioner gives its new key, and the instance owning
+// that partition (its task) applies the rest of the chain. Event time
+// crosses the topic in watermark records: each instance writes to every
+// partition, after the records before them, the watermark of each input
+// partition it has read (an upstream task), and a reader's partition is
+// as far on as the least of what was last written there for every
+// upstream task, by whichever instance owned it. A task taken over whose
+// new owner has nothing more to read keeps its last owner's watermark.
+
+// RepartitionWatermarkHeader marks a watermark record of a repartition
+// topic; its value is a repartitionMark in JSON.
+const RepartitionWatermarkHeader = "weir-watermark"
+
+// RepartitionOriginHeader, on a record of a repartition topic, says
+// where upstream it came from: "task,offset,index", its input
+// partition, the offset of the input record it was made from, and its
+// place among the records made from that one. A reader applies each
+// once: at least once, an upstream run that rolled back writes again
+// what it wrote since its checkpoint, and the reader drops what it has
+// applied already, so that its keyed state counts every input record
+// once (repartition.go's upstreamTimes keeps, per upstream task, the
+// last it applied).
+const RepartitionOriginHeader = "weir-origin"
+
+// originPos is a repartitioned record's place in its upstream task:
+// the input offset and the index among the records made from it.
+type originPos struct{ offset, index int64 }
+
+func (a originPos) after(b originPos) bool {
+	return a.offset > b.offset || (a.offset == b.offset && a.index > b.index)
+}
+
+// parseOrigin reads a RepartitionOriginHeader value.
+func parseOrigin(v []byte) (task int32, pos originPos, ok bool) {
+	parts := strings.Split(string(v), ",")
+	if len(parts) != 3 {
+		return 0, pos, false
+	}
+	t, err1 := strconv.ParseInt(parts[0], 10, 32)
+	o, err2 := strconv.ParseInt(parts[1], 10, 64)
+	i, err3 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || t < 0 || o < 0 || i < 0 {
+		return 0, pos, false
+	}
+	return int32(t), originPos{o, i}, true
+}
+
+// repartitionMark is a watermark record's value: the writer promises, for
+// each of Tasks (partitions of the input, of Of in all), that no record
+// of it at or before the WMs entry of the same index follows in this
+// partition.
+type repartitionMark struct {
+	Tasks []int32 `json:"tasks"`
+	WMs   []int64 `json:"wms"`
+	Of    int32   `json:"of"`
+}
+
+// decodeRepartitionMark reads a watermark record's value.
+func decodeRepartitionMark(b []byte) (repartitionMark, error) {
+	var m repartitionMark
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("not a watermark: %v", err)
+	}
+	if m.Of <= 0 || m.Of > 1<<16 {
+		return m, fmt.Errorf("a watermark for %d upstream tasks", m.Of)
+	}
+	if len(m.WMs) != len(m.Tasks) {
+		return m, fmt.Errorf("a watermark with %d tasks and %d watermarks", len(m.Tasks), len(m.WMs))
+	}
+	for _, t := range m.Tasks {
+		if t < 0 || t >= m.Of {
+			return m, fmt.Errorf("a watermark for upstream task %d of %d", t, m.Of)
+		}
+	}
+	return m, nil
+}
+
+// isRepartitionWatermark reports whether kr is a watermark record.
+func isRepartitionWatermark(kr *kgo.Record) bool {
+	for _, h := range kr.Headers {
+		if h.Key == RepartitionWatermarkHeader {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamTimes is what the watermark records of one partition of a
+// repartition topic said, per upstream task: the last watermark of each,
+// of of in all. It is kept in the source's checkpoint (upstreamKey), so
+// that a run resuming the partition knows the tasks whose owners write
+// no more (an owner gone, whose successor has nothing left to read).
+type upstreamTimes struct {
+	of int32
+	wm map[int32]int64
+	// seen is, per upstream task, the last record of it applied.
+	seen map[int32]originPos
+}
+
+// apply reports whether a record of upstream task t at pos is new, and
+// if so records it as the last applied.
+func (u *upstreamTimes) apply(t int32, pos originPos) bool {
+	if last, ok := u.seen[t]; ok && !pos.after(last) {
+		return false
+	}
+	if u.seen == nil {
+		u.seen = map[int32]originPos{}
+	}
+	u.seen[t] = pos
+	return true
+}
+
+// note records m and returns the least watermark over the upstream
+// tasks, with ok false while some task has written none.
+func (u *upstreamTimes) note(m repartitionMark) (least int64, ok bool) {
+	if u.wm == nil {
+		u.wm = map[int32]int64{}
+	}
+	u.of = m.Of
+	for i, t := range m.Tasks {
+		u.wm[t] = m.WMs[i]
+	}
+	return u.least()
+}
+
+// least returns the least watermark over the upstream tasks, with ok
+// false while some task has written none.
+func (u *upstreamTimes) least() (int64, bool) {
+	if u.of == 0 {
+		return 0, false
+	}
+	least := int64(math.MaxInt64)
+	for t := range u.of {
+		wm, ok := u.wm[t]
+		if !ok {
+			return 0, false
+		}
+		least = min(least, wm)
+	}
+	return least, true
+}
+
+// upstreamKey is the key, in a source snapshot's partitions of a
+// repartition topic, of partition p's last watermark of upstream task t
+// ("p:t"), of the input offset and index of the last record of t it
+// applied ("p:t.o", "p:t.i"), or of its upstream tasks' count ("p:of").
+func upstreamKey(p int32, t string) string { return strconv.Itoa(int(p)) + ":" + t }
+
+// putUpstream adds the upstream tables to snap's partitions of topic.
+func putUpstream(snap map[string]int64, ups map[int32]*upstreamTimes) {
+	for p, u := range ups {
+		snap[upstreamKey(p, "of")] = int64(u.of)
+		for t, wm := range u.wm {
+			snap[upstreamKey(p, strconv.Itoa(int(t)))] = wm
+		}
+		for t, pos := range u.seen {
+			snap[upstreamKey(p, strconv.Itoa(int(t))+".o")] = pos.offset
+			snap[upstreamKey(p, strconv.Itoa(int(t))+".i")] = pos.index
+		}
+	}
+}
+
+// takeUpstream reads the upstream tables from a snapshot's key k of a
+// repartition topic's partitions, returning false when k is not one.
+func takeUpstream(ups map[int32]*upstreamTimes, k string, v int64) (bool, error) {
+	ps, ts, found := strings.Cut(k, ":")
+	if !found {
+		return false, nil
+	}
+	p, err := strconv.ParseInt(ps, 10, 32)
+	if err != nil || p < 0 {
+		return true, fmt.Errorf("bad partition in %q", k)
+	}
+	u := ups[int32(p)]
+	if u == nil {
+		u = &upstreamTimes{wm: map[int32]int64{}}
+		ups[int32(p)] = u
+	}
+	if ts == "of" {
+		if v <= 0 || v > 1<<16 {
+			return true, fmt.Errorf("%d upstream tasks in %q", v, k)
+		}
+		u.of = int32(v)
+		return true, nil
+	}
+	ts, field, _ := strings.Cut(ts, ".")
+	t, err := strconv.ParseInt(ts, 10, 32)
+	if err != nil || t < 0 {
+		return true, fmt.Errorf("bad upstream task in %q", k)
+	}
+	switch field {
+	case "":
+		u.wm[int32(t)] = v
+	case "o", "i":
+		if u.seen == nil {
+			u.seen = map[int32]originPos{}
+		}
+		pos := u.seen[int32(t)]
+		if field == "o" {
+			pos.offset = v
+		} else {
+			pos.index = v
+		}
+		u.seen[int32(t)] = pos
+	default:
+		return true, fmt.Errorf("bad key %q", k)
+	}
+	return true, nil
+}
+
+// applied reports whether the record kr of the repartition topic was
+// applied before (a repeat an upstream rollback wrote again), and
+// otherwise records it as applied. A record without an origin is new.
+func (r *sourceRun) applied(kr *kgo.Record) bool {
+	var v []byte
+	found := false
+	for _, h := range kr.Headers {
+		if h.Key == RepartitionOriginHeader {
+			v, found = h.Value, true
+		}
+	}
+	if !found {
+		return false
+	}
+	t, pos, ok := parseOrigin(v)
+	if !ok {
+		return false
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.upstreamOf(kr.Partition)
+	return !u.apply(t, pos)
+}
+
+// upstreamOf returns the upstream table of partition p, made if needed.
+// Call with mu held.
+func (s *Source) upstreamOf(p int32) *upstreamTimes {
+	if s.upstream == nil {
+		s.upstream = map[int32]*upstreamTimes{}
+	}
+	u := s.upstream[p]
+	if u == nil {
+		u = &upstreamTimes{}
+		s.upstream[p] = u
+	}
+	return u
+}
+
+// partitionTime takes a watermark record of the repartition topic: the
+// partition's event time becomes the least of its upstream tasks' last
+// watermarks once each has written one. A record that does not decode
+// goes to the dead-letter output.
+func (r *sourceRun) partitionTime(rec record.Record, kr *kgo.Record) error {
+	m, err := decodeRepartitionMark(kr.Value)
+	if err != nil {
+		return r.dead(rec, kr, fmt.Sprintf("%s[%d]@%d: repartition topic: %v", kr.Topic, kr.Partition, kr.Offset, err))
+	}
+	s := r.s
+	s.mu.Lock()
+	least, ok := s.upstreamOf(kr.Partition).note(m)
+	s.mu.Unlock()
+	if ok {
+		return r.out.PartitionTime(rec.Origin, least)
+	}
+	return nil
+}
+
+// cloneUpstream returns a deep copy of ups.
+func cloneUpstream(ups map[int32]*upstreamTimes) map[int32]*upstreamTimes {
+	out := make(map[int32]*upstreamTimes, len(ups))
+	for p, u := range ups {
+		out[p] = &upstreamTimes{of: u.of, wm: maps.Clone(u.wm), seen: maps.Clone(u.seen)}
+	}
+	return out
+}
+
+// RepartitionSinkConfig configures a RepartitionSink: a plain value, read
+// by NewRepartitionSink and not kept.
+type RepartitionSinkConfig struct {
+	// Sink is the Kafka sink writing the records; its Topic is the
+	// repartition topic, and records keep their keys.
+	Sink SinkConfig
+	// Partitions is the repartition topic's, Inputs the upstream tasks'
+	// count (the input topic's partitions).
+	Partitions, Inputs int32
+}
+
+// RepartitionSink writes a repartitioned part of a chain's records to
+// the repartition topic, and its watermarks to every partition of it
+// (engine.RepartitionSink). Exactly once, it writes through the run's
+// transaction, so a rebalance's abort takes both back. It is used by the
+// engine's sink loop.
+type RepartitionSink struct {
+	*Sink
+	partitions, inputs int32
+	keys               [][]byte // per partition, a key Kafka's partitioner places there
+	// lastOrigin and index number the records made from one input
+	// record, which the workers hand on together.
+	lastOrigin record.Origin
+	index      int64
+	// marks counts the watermark records in flight; mu guards what
+	// their promises report.
+	marks      sync.WaitGroup
+	mu         sync.Mutex
+	markFailed int
+	closedErr  error
+}
+
+var _ engine.RepartitionSink = (*RepartitionSink)(nil)
+
+// NewRepartitionSink checks cfg and makes the sink.
+func NewRepartitionSink(cfg RepartitionSinkConfig) (*RepartitionSink, error) {
+	if cfg.Partitions <= 0 || cfg.Inputs <= 0 || cfg.Sink.Topic == "" {
+		return nil, fmt.Errorf("repartition sink %q: needs its topic, its partitions and the input's", cfg.Sink.Name)
+	}
+	sk, err := NewSink(cfg.Sink)
+	if err != nil {
+		return nil, err
+	}
+	return &RepartitionSink{Sink: sk, partitions: cfg.Partitions, inputs: cfg.Inputs,
+		keys: partitionKeys(int(cfg.Partitions))}, nil
+}
+
+// partitionKeys returns, for each of n partitions, a key Kafka's
+// default partitioner places there.
+func partitionKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i, found := 0, 0; found < n; i++ {
+		k := []byte("weir-watermark-" + strconv.Itoa(i))
+		if p := task.Of(k, n); keys[p] == nil {
+			keys[p] = k
+			found++
+		}
+	}
+	return keys
+}
+
+// Write produces recs to the repartition topic under their keys, a
+// record without a key under the empty one, which is task.Of's place
+// for it, so that its reader owns it, each with its origin
+// (RepartitionOriginHeader).
+func (s *RepartitionSink) Write(recs []record.Record, dead []record.DeadLetter, ack *engine.Ack) ([]record.DeadLetter, error) {
+	for i := range recs {
+		r := &recs[i]
+		if r.Key == nil {
+			r.Key = []byte{}
+		}
+		if o := r.Origin; o.Partition >= 0 && o.Offset >= 0 {
+			if o.Partition == s.lastOrigin.Partition && o.Offset == s.lastOrigin.Offset && o.Topic == s.lastOrigin.Topic {
+				s.index++
+			} else {
+				s.lastOrigin, s.index = o, 0
+			}
+			v := fmt.Appendf(nil, "%d,%d,%d", o.Partition, o.Offset, s.index)
+			r.Headers = append(r.Headers[:len(r.Headers):len(r.Headers)], record.Header{Key: RepartitionOriginHeader, Value: v})
+		}
+	}
+	return s.Sink.Write(recs, dead, ack)
+}
+
+// Watermark writes the input partitions' watermarks to every partition,
+// after the records written before them. A failed write is logged; the
+// next watermark writes again, and exactly once the transaction's commit
+// fails with it.
+func (s *RepartitionSink) Watermark(parts []engine.PartitionWatermark) error {
+	m := repartitionMark{Of: s.inputs}
+	for _, pw := range parts {
+		if pw.Partition >= 0 && pw.Partition < s.inputs {
+			m.Tasks, m.WMs = append(m.Tasks, pw.Partition), append(m.WMs, pw.WM)
+		}
+	}
+	if len(m.Tasks) == 0 {
+		return nil
+	}
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	hdr := []kgo.RecordHeader{{Key: RepartitionWatermarkHeader}}
+	now := time.Now()
+	for p := range s.partitions {
+		kr := &kgo.Record{Topic: s.topic, Key: s.keys[p], Value: v, Headers: hdr, Timestamp: now}
+		s.marks.Add(1)
+		s.cl.Produce(context.Background(), kr, s.markDone)
+	}
+	return s.err()
+}
+
+func (s *RepartitionSink) markDone(kr *kgo.Record, err error) {
+	defer s.marks.Done()
+	if err == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.markFailed++
+	if s.markFailed == 1 {
+		s.log.Warn("writing a watermark to the repartition topic failed; the next one writes again", "topic", kr.Topic, "partition", kr.Partition, "error", err)
+	}
+	if errors.Is(err, kgo.ErrClientClosed) {
+		s.closedErr = fmt.Errorf("repartition sink %q: %w", s.name, err)
+	}
+}
+
+// err returns why watermarks can no longer be written, if they cannot.
+func (s *RepartitionSink) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closedErr
+}
+
+// Close closes the sink, and waits for the watermark records' promises.
+func (s *RepartitionSink) Close() error {
+	err := s.Sink.Close()
+	s.marks.Wait()
+	return err
+}
+
+// EnsureRepartitionTopic creates a pipeline's repartition topic unless it
+// exists, with partitions partitions or, for 0, as many as input has,
+// once input exists (it waits while ctx lasts). It returns the
+// repartition topic's partitions, which an existing topic keeps, and
+// input's.
+func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic, input string, partitions int32, log *slog.Logger) (parts, inputs int32, err error) {
+	opts, err := cc.Opts()
+	if err != nil {
+		return 0, 0, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for warned := false; ; warned = true {
+		n, err := topicPartitions(ctx, adm, input)
+		if err != nil {
+			return 0, 0, fmt.Errorf("repartition topic %q: describing the input topic %q: %w", topic, input, err)
+		}
+		if n > 0 {
+			inputs = int32(n)
+			break
+		}
+		if !warned {
+			log.Warn("repartition topic: waiting for the input topic to exist", "topic", topic, "input", input)
+		}
+		select {
+		case <-time.After(changelogInputPoll):
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("repartition topic %q: waiting for the input topic %q: %w", topic, input, ctx.Err())
+		}
+	}
+	if partitions <= 0 {
+		partitions = inputs
+	}
+	for {
+		n, err := topicPartitions(ctx, adm, topic)
+		if err != nil {
+			return 0, 0, fmt.Errorf("repartition topic %q: %w", topic, err)
+		}
+		if n > 0 {
+			if int32(n) != partitions {
+				log.Info("repartition topic: the topic keeps the partitions it was made with", "topic", topic, "partitions", n, "configured", partitions)
+			}
+			return int32(n), inputs, nil
+		}
+		_, err = adm.CreateTopic(ctx, partitions, -1, nil, topic)
+		switch {
+		case err == nil:
+			return partitions, inputs, nil
+		case !errors.Is(err, kerr.TopicAlreadyExists):
+			return 0, 0, fmt.Errorf("repartition topic %q: creating it: %w", topic, err)
+		}
+		select { // another instance made it: wait for the metadata to show it
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("repartition topic %q: %w", topic, ctx.Err())
+		}
+	}
+}

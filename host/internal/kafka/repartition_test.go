@@ -1,0 +1,133 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/task"
+)
+
+// TestEnsureRepartitionTopic creates a repartition topic from three
+// instances at once, with the input's partitions, and finds an existing
+// one with the partitions it was made with; an instance whose input does
+// not exist yet waits for it.
+func TestEnsureRepartitionTopic(t *testing.T) {
+	br, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 12, "rp-old": 3}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	cc := ClientConfig{Brokers: br.Addrs()}
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			p, in, err := EnsureRepartitionTopic(context.Background(), cc, "rp", "in", 0, slog.New(slog.DiscardHandler))
+			if err != nil || p != 12 || in != 12 {
+				t.Errorf("new topic: %d partitions of %d inputs, %v; want 12 of 12", p, in, err)
+			}
+		})
+	}
+	wg.Wait()
+	if p, in, err := EnsureRepartitionTopic(context.Background(), cc, "rp-old", "in", 0, slog.New(slog.DiscardHandler)); err != nil || p != 3 || in != 12 {
+		t.Errorf("existing topic: %d partitions of %d inputs, %v; want 3 of 12", p, in, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if _, _, err := EnsureRepartitionTopic(ctx, cc, "rp-x", "missing", 0, slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("no error without the input topic")
+	}
+}
+
+// TestUpstreamTimes checks a repartition partition's event time: none
+// until every upstream task has written a watermark, then the least of
+// the last ones, each task's last winning whoever wrote it; and that the
+// tables survive a source snapshot and its restore, as the tasks of a
+// checkpoint moved to another instance (AddTaskSnapshot).
+func TestUpstreamTimes(t *testing.T) {
+	u := &upstreamTimes{}
+	steps := []struct {
+		mark  repartitionMark
+		least int64
+		ok    bool
+	}{
+		{repartitionMark{Tasks: []int32{0, 2}, WMs: []int64{50, 70}, Of: 3}, 0, false},
+		{repartitionMark{Tasks: []int32{1}, WMs: []int64{60}, Of: 3}, 50, true},
+		{repartitionMark{Tasks: []int32{0}, WMs: []int64{90}, Of: 3}, 60, true},
+		{repartitionMark{Tasks: []int32{1, 2}, WMs: []int64{100, 95}, Of: 3}, 90, true},
+	}
+	for i, s := range steps {
+		if least, ok := u.note(s.mark); ok != s.ok || (ok && least != s.least) {
+			t.Fatalf("mark %d: least %d ok %v, want %d %v", i, least, ok, s.least, s.ok)
+		}
+	}
+	snap := map[string]int64{"4": 123}
+	putUpstream(snap, map[int32]*upstreamTimes{4: u, 5: {of: 3, wm: map[int32]int64{0: 1}}})
+	b, _ := json.Marshal(sourceSnapshot{"rp": snap, "in": {"4": 7}})
+	moved, err := AddTaskSnapshot(nil, b, "rp", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Source{name: "s", repartition: "rp", gate: newRestoreGate()}
+	if err := s.Restore(moved); err != nil {
+		t.Fatal(err)
+	}
+	got := s.restoredUp[4]
+	if len(s.restoredUp) != 1 || got == nil || got.of != 3 {
+		t.Fatalf("restored tables %v, want partition 4's alone", s.restoredUp)
+	}
+	if least, ok := got.least(); !ok || least != 90 {
+		t.Errorf("restored partition 4: least %d ok %v, want 90", least, ok)
+	}
+	if off := s.restore[srcTP{"rp", 4}]; off != 123 || len(s.restore) != 1 {
+		t.Errorf("restored offsets %v, want rp[4] at 123 alone", s.restore)
+	}
+}
+
+// TestPartitionKeys checks that the watermark records' keys land, under
+// Kafka's default partitioner, on the partition they are for.
+func TestPartitionKeys(t *testing.T) {
+	for _, n := range []int{1, 2, 12, 50} {
+		keys := partitionKeys(n)
+		for p, k := range keys {
+			if task.Of(k, n) != p {
+				t.Errorf("%d partitions: key %q lands on %d, want %d", n, k, task.Of(k, n), p)
+			}
+		}
+		seen := map[string]bool{}
+		for _, k := range keys {
+			seen[string(k)] = true
+		}
+		if len(seen) != n {
+			t.Errorf("%d partitions: keys %q repeat", n, keys)
+		}
+	}
+}
+
+// FuzzRepartitionMark checks that a watermark record's decoder never
+// panics, and that what it accepts names only tasks below Of, with a
+// watermark each.
+func FuzzRepartitionMark(f *testing.F) {
+	for _, s := range []string{`{"tasks":[0,3],"wms":[5,6],"of":4}`, `{"tasks":[],"wms":[],"of":1}`, `{"tasks":[9],"wms":[1],"of":4}`, `{"of":-1}`, `nope`, `{"tasks":[1],"wms":[],"of":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := decodeRepartitionMark(b)
+		if err != nil {
+			return
+		}
+		if m.Of <= 0 || len(m.WMs) != len(m.Tasks) {
+			t.Fatalf("accepted %s as %+v", b, m)
+		}
+		for _, tk := range m.Tasks {
+			if tk < 0 || tk >= m.Of {
+				t.Fatalf("accepted task %d of %d", tk, m.Of)
+			}
+		}
+		u := &upstreamTimes{}
+		u.note(m)
+	})
+}
