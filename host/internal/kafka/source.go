@@ -188,6 +188,11 @@ type SourceConfig struct {
 	// Its watermark records (RepartitionSink.Watermark) become the
 	// partitions' event times (engine.Out.PartitionTime), not records.
 	Repartition string
+	// RepartitionPurge is how often, at a checkpoint, the records of the
+	// repartition topic's partitions the source owns that the checkpoint
+	// covers are deleted (Kafka Streams' repartition.purge.interval.ms); 0
+	// means 30 s.
+	RepartitionPurge time.Duration
 	// Txn, when set, makes the source exactly-once (it implies
 	// Checkpointed): it consumes read_committed through a transactional
 	// client (see Txn), whose transactions commit the group's offsets, and
@@ -289,6 +294,14 @@ type Source struct {
 	gate         *restoreGate
 	tasks        *Tasks // SourceConfig.Tasks
 	repartition  string // SourceConfig.Repartition
+	// resetOffset is where a partition without a committed offset starts
+	// (SourceConfig.Start); a repartition topic's start at the beginning.
+	resetOffset kgo.Offset
+	// purgeEvery and lastPurge pace the deletion of the repartition
+	// topic's read records (purgeRepartition; lastPurge is the
+	// checkpointing goroutine's).
+	purgeEvery time.Duration
+	lastPurge  time.Time
 	// upstream is, per partition of the repartition topic, the watermark
 	// each upstream task last wrote there as far as the run read it, and
 	// restoredUp the restored checkpoint's (repartition.go; guarded by
@@ -314,6 +327,7 @@ type Source struct {
 	ran       atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
 	loopDone  chan struct{}
+	bgCtx     context.Context    // of background work, cancelled by bgCancel
 	bgCancel  context.CancelFunc // cancels background work (missing-topic check)
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -372,6 +386,9 @@ const (
 	srcDefaultMaxPoll        = 4096
 	srcDefaultFetchMaxBytes  = 8 << 20
 	srcCloseCommitTimeout    = 10 * time.Second
+	// srcDefaultRepartitionPurge is SourceConfig.RepartitionPurge's
+	// default, Kafka Streams' repartition.purge.interval.ms.
+	srcDefaultRepartitionPurge = 30 * time.Second
 )
 
 // NewSource validates cfg and creates the source's client. It does not
@@ -451,6 +468,8 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		gate:           newRestoreGate(),
 		tasks:          cfg.Tasks,
 		repartition:    cfg.Repartition,
+		resetOffset:    start,
+		purgeEvery:     srcOr(cfg.RepartitionPurge, srcDefaultRepartitionPurge),
 		held:           make(map[srcTP]struct{}),
 		gotParts:       make(chan struct{}, 1),
 		sessionTimeout: cfg.SessionTimeout,
@@ -500,6 +519,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	}
 	var bgCtx context.Context
 	bgCtx, s.bgCancel = context.WithCancel(context.Background())
+	s.bgCtx = bgCtx
 	if s.checkpointed {
 		close(s.loopDone)
 	} else {

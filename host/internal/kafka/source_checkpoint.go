@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/host/internal/engine"
@@ -102,6 +104,7 @@ func (s *Source) Restore(b json.RawMessage) error {
 // not fatal: the next checkpoint commits again, and a restart resumes from
 // the checkpoint, not from the group's offsets.
 func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) error {
+	s.purgeRepartition()
 	if !s.checkpointed || s.txn != nil {
 		return nil
 	}
@@ -109,6 +112,42 @@ func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) 
 		s.log.Warn("kafka source: committing offsets after a checkpoint", "group", s.group, "epoch", cp.Epoch, "error", err)
 	}
 	return nil
+}
+
+// purgeRepartition deletes, at most every SourceConfig.RepartitionPurge,
+// the records of the repartition topic's owned partitions before the
+// offsets the checkpoint just made durable, in the background: the
+// state after the repartition, and the upstream tables in the source's
+// checkpoint, cover them, and every later restore of those tasks
+// starts at or after them. A failure is logged; the next purge deletes
+// up to its own offsets.
+func (s *Source) purgeRepartition() {
+	if s.repartition == "" || time.Since(s.lastPurge) < s.purgeEvery {
+		return
+	}
+	s.lastPurge = time.Now()
+	offs := kadm.Offsets{}
+	s.mu.Lock()
+	for tp, p := range s.parts {
+		if tp.topic == s.repartition && p.owned && p.commit.Offset > 0 {
+			offs.Add(kadm.Offset{Topic: tp.topic, Partition: tp.partition, At: p.commit.Offset, LeaderEpoch: -1})
+		}
+	}
+	s.mu.Unlock()
+	if len(offs) == 0 {
+		return
+	}
+	s.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(s.bgCtx, srcCloseCommitTimeout)
+		defer cancel()
+		res, err := kadm.NewClient(s.cl).DeleteRecords(ctx, offs)
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil && s.bgCtx.Err() == nil {
+			s.log.Warn("kafka source: deleting the repartition topic's read records failed; the next checkpoint tries again", "topic", s.repartition, "error", err)
+		}
+	})
 }
 
 // Txn returns the source's transaction in an exactly-once run, or nil.
@@ -132,9 +171,15 @@ func (s *Source) adjustOffsets(ctx context.Context, offsets map[string]map[int32
 	s.mu.Unlock()
 	var moved map[string]map[int32]int64
 	for topic, parts := range offsets {
-		for p := range parts {
+		for p, at := range parts {
 			off, ok := restore[srcTP{topic, p}]
 			if !ok {
+				if topic == s.repartition && at == s.resetOffset {
+					// No commit yet: everything an upstream instance
+					// wrote is still to be read, whatever start the
+					// input has.
+					parts[p] = kgo.NewOffset().AtStart()
+				}
 				continue
 			}
 			parts[p] = kgo.NewOffset().At(off).WithEpoch(-1)

@@ -214,6 +214,72 @@ type srcRun struct {
 }
 
 // srcStart runs p until stop is called (or the test ends).
+// TestSourceRepartitionStartsAtTheBeginning starts a new group at the
+// input's end (start: latest): the repartition topic it also reads is
+// still read from its first record, which an upstream instance may have
+// written before this one joined.
+func TestSourceRepartitionStartsAtTheBeginning(t *testing.T) {
+	t.Parallel()
+	_, cc := srcBroker(t, map[string]int32{"events": 1, "rp": 2})
+	srcProduce(t, cc, srcJSONRecords("events", 0, 5)...)
+	srcProduce(t, cc, srcJSONRecords("rp", 100, 6)...)
+	src := srcNewSource(t, cc, "g-rp", "events", func(c *SourceConfig) { c.Start, c.Repartition = StartLatest, "rp" })
+	sink := &srcSink{keep: true}
+	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}})
+	weirtest.PollUntil(t, 20*time.Second, "the repartition topic's records", func() bool { return sink.count.Load() >= 6 })
+	if _, err := run.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, r := range sink.records() {
+		if id := srcValueID(t, r.Value); r.Origin.Topic != "rp" || id < 100 {
+			t.Errorf("read %s record %d; want only the repartition topic's, from the start", r.Origin.Topic, id)
+		}
+	}
+}
+
+// TestSourcePurgesRepartition checks that a checkpointed source deletes
+// the repartition topic's records its checkpoints covered, as Kafka
+// Streams purges its repartition topics, and keeps the input's.
+func TestSourcePurgesRepartition(t *testing.T) {
+	t.Parallel()
+	_, cc := srcBroker(t, map[string]int32{"events": 1, "rp": 2})
+	srcProduce(t, cc, srcJSONRecords("events", 0, 4)...)
+	srcProduce(t, cc, srcJSONRecords("rp", 100, 6)...)
+	src := srcNewSource(t, cc, "g-purge", "events", func(c *SourceConfig) {
+		c.Repartition, c.Checkpointed, c.RepartitionPurge = "rp", true, 10*time.Millisecond
+	})
+	sink := &srcSink{keep: true}
+	ck := &engine.Checkpointing{Interval: 20 * time.Millisecond, Commit: func(context.Context, *engine.Checkpoint) error { return nil }}
+	run := srcStart(t, &engine.Pipeline{Sources: []engine.Source{src}, Sinks: []engine.Sink{sink}, Checkpointing: ck})
+	adm := kadm.NewClient(srcClient(t, cc))
+	weirtest.PollUntil(t, 20*time.Second, "the repartition topic's read records deleted", func() bool {
+		starts, err := adm.ListStartOffsets(context.Background(), "rp")
+		if err != nil || sink.count.Load() < 10 {
+			return false
+		}
+		ends, err := adm.ListEndOffsets(context.Background(), "rp")
+		if err != nil {
+			return false
+		}
+		deleted := true
+		starts.Each(func(o kadm.ListedOffset) {
+			end, _ := ends.Lookup("rp", o.Partition)
+			deleted = deleted && o.Offset == end.Offset
+		})
+		return deleted
+	})
+	if _, err := run.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	starts, err := adm.ListStartOffsets(context.Background(), "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := starts.Lookup("events", 0); o.Offset != 0 {
+		t.Errorf("the input topic starts at %d now, want 0: only the repartition topic is purged", o.Offset)
+	}
+}
+
 func srcStart(tb testing.TB, p *engine.Pipeline) *srcRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &srcRun{cancel: cancel, done: make(chan struct{})}
