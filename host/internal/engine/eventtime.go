@@ -247,11 +247,14 @@ func (w *watermarks) repartition(j int) int64 {
 
 // PartitionWatermark is how far one partition of a source's input has
 // been read in event time: no record at or before WM follows in it,
-// except late ones. It is plain data.
+// except late ones. Idle says it has sent nothing for its source's
+// IdleTimeout, and holds no watermark back until it sends again. It is
+// plain data.
 type PartitionWatermark struct {
 	Topic     string
 	Partition int32
 	WM        int64
+	Idle      bool
 }
 
 // inputTimes is the dispatcher's snapshot of the sources' partition
@@ -263,6 +266,7 @@ type inputTimes struct{ parts []PartitionWatermark }
 // when that is unchanged.
 func (w *watermarks) partitions(prev *inputTimes) *inputTimes {
 	var out []PartitionWatermark
+	now := w.now()
 	for _, s := range w.sources[:w.nsrc] {
 		if s.et == nil {
 			continue
@@ -270,7 +274,8 @@ func (w *watermarks) partitions(prev *inputTimes) *inputTimes {
 		ooo := s.et.MaxOutOfOrderness.Milliseconds()
 		for k, p := range s.parts {
 			if p.max != NoWatermark {
-				out = append(out, PartitionWatermark{Topic: k.topic, Partition: k.partition, WM: p.max - ooo})
+				idle := s.et.IdleTimeout > 0 && now.Sub(p.lastSeen) >= s.et.IdleTimeout
+				out = append(out, PartitionWatermark{Topic: k.topic, Partition: k.partition, WM: p.max - ooo, Idle: idle})
 			}
 		}
 	}

@@ -174,7 +174,8 @@ func (d *dispatcher) sendSnap() {
 
 // claims returns, for each input partition, the least watermark the
 // upstream workers handed on for it: every record of it before that has
-// been written. A partition missing from a worker's is not claimed.
+// been written; it is idle only if idle in every worker's. A partition
+// missing from a worker's is not claimed.
 func (st *repartitionState) claims() []PartitionWatermark {
 	var out []PartitionWatermark
 	for i, s := range st.snaps {
@@ -192,6 +193,7 @@ func (st *repartitionState) claims() []PartitionWatermark {
 			for _, q := range s.parts {
 				if q.Topic == out[j].Topic && q.Partition == out[j].Partition {
 					out[j].WM = min(out[j].WM, q.WM)
+					out[j].Idle = out[j].Idle && q.Idle
 				}
 			}
 		}

@@ -60,6 +60,9 @@ func (l *loopback) Watermark(parts []PartitionWatermark) error {
 	defer l.mu.Unlock()
 	for _, pw := range parts {
 		l.upstream[pw.Partition] = pw.WM
+		if pw.Idle {
+			l.upstream[pw.Partition] = math.MaxInt64 // holds nothing back
+		}
 	}
 	if len(l.upstream) < 3 { // the reader's rule: every upstream task has written one
 		return nil
@@ -67,6 +70,9 @@ func (l *loopback) Watermark(parts []PartitionWatermark) error {
 	least := int64(math.MaxInt64)
 	for _, wm := range l.upstream {
 		least = min(least, wm)
+	}
+	if least == math.MaxInt64 {
+		return nil // all idle
 	}
 	for p := range l.parts {
 		l.queue = append(l.queue, loopItem{wm: least, part: p, isWM: true, rec: record.Record{Origin: record.Origin{Topic: "rp", Partition: p, Offset: l.next[p]}}})
@@ -204,5 +210,43 @@ func TestRepartition(t *testing.T) {
 				t.Errorf("%d windows emitted, want %d", len(got), len(want))
 			}
 		})
+	}
+}
+
+// TestPartitionWatermarks checks what a pipeline with a repartition
+// promises for its input partitions: each shown partition's own
+// watermark, none for a partition that has shown nothing, idle once a
+// partition has sent nothing for the idle timeout, and the same snapshot
+// while nothing changed.
+func TestPartitionWatermarks(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { return now }
+	et := &EventTime{MaxOutOfOrderness: 5 * time.Millisecond, IdleTimeout: time.Second}
+	w := newWatermarks([]*EventTime{et}, 1, []string{"rp"}, clock)
+	w.announce(0, []partKey{{"in", 0}, {"in", 1}, {"in", 2}, {"rp", 0}})
+	rec := func(part int32, ts int64) record.Record {
+		return record.Record{Timestamp: ts, Origin: record.Origin{Topic: "in", Partition: part}}
+	}
+	w.observe(0, []record.Record{rec(0, 100), rec(1, 50)})
+	snap := w.partitions(nil)
+	want := []PartitionWatermark{{"in", 0, 95, false}, {"in", 1, 45, false}}
+	if !slices.Equal(snap.parts, want) {
+		t.Fatalf("partitions %v, want %v: partition 2 has shown nothing", snap.parts, want)
+	}
+	if got := w.current(); got != 45 {
+		t.Errorf("watermark %d, want 45: a partition that has shown nothing does not hold it back", got)
+	}
+	if again := w.partitions(snap); again != snap {
+		t.Error("an unchanged snapshot was made again")
+	}
+	now = now.Add(600 * time.Millisecond)
+	w.observe(0, []record.Record{rec(0, 200)})
+	now = now.Add(600 * time.Millisecond) // partition 1 quiet for 1.2 s
+	want = []PartitionWatermark{{"in", 0, 195, false}, {"in", 1, 45, true}}
+	if got := w.partitions(snap).parts; !slices.Equal(got, want) {
+		t.Errorf("partitions %v, want %v: partition 1 idle", got, want)
+	}
+	if got := w.repartition(0); got != NoWatermark {
+		t.Errorf("repartition watermark %d before any promise", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,10 @@ type repartitionMark struct {
 	Tasks []int32 `json:"tasks"`
 	WMs   []int64 `json:"wms"`
 	Of    int32   `json:"of"`
+	// Idle are the tasks, of Tasks, that have sent nothing for their
+	// source's idle_timeout: they hold no partition's time back until
+	// their next watermark that is not idle.
+	Idle []int32 `json:"idle,omitempty"`
 }
 
 // decodeRepartitionMark reads a watermark record's value.
@@ -97,6 +102,11 @@ func decodeRepartitionMark(b []byte) (repartitionMark, error) {
 	for _, t := range m.Tasks {
 		if t < 0 || t >= m.Of {
 			return m, fmt.Errorf("a watermark for upstream task %d of %d", t, m.Of)
+		}
+	}
+	for _, t := range m.Idle {
+		if !slices.Contains(m.Tasks, t) {
+			return m, fmt.Errorf("upstream task %d idle without a watermark", t)
 		}
 	}
 	return m, nil
@@ -118,8 +128,9 @@ func isRepartitionWatermark(kr *kgo.Record) bool {
 // that a run resuming the partition knows the tasks whose owners write
 // no more (an owner gone, whose successor has nothing left to read).
 type upstreamTimes struct {
-	of int32
-	wm map[int32]int64
+	of   int32
+	wm   map[int32]int64
+	idle map[int32]bool // tasks whose last watermark said they are idle
 	// seen is, per upstream task, the last record of it applied.
 	seen map[int32]originPos
 }
@@ -146,25 +157,40 @@ func (u *upstreamTimes) note(m repartitionMark) (least int64, ok bool) {
 	u.of = m.Of
 	for i, t := range m.Tasks {
 		u.wm[t] = m.WMs[i]
+		u.setIdle(t, slices.Contains(m.Idle, t))
 	}
 	return u.least()
 }
 
-// least returns the least watermark over the upstream tasks, with ok
-// false while some task has written none.
+func (u *upstreamTimes) setIdle(t int32, idle bool) {
+	switch {
+	case idle && u.idle == nil:
+		u.idle = map[int32]bool{t: true}
+	case idle:
+		u.idle[t] = true
+	default:
+		delete(u.idle, t)
+	}
+}
+
+// least returns the least watermark over the upstream tasks that are not
+// idle, with ok false while some task has written none, or when all are
+// idle.
 func (u *upstreamTimes) least() (int64, bool) {
 	if u.of == 0 {
 		return 0, false
 	}
-	least := int64(math.MaxInt64)
+	least, active := int64(math.MaxInt64), false
 	for t := range u.of {
 		wm, ok := u.wm[t]
 		if !ok {
 			return 0, false
 		}
-		least = min(least, wm)
+		if !u.idle[t] {
+			least, active = min(least, wm), true
+		}
 	}
-	return least, true
+	return least, active
 }
 
 // upstreamKey is the key, in a source snapshot's partitions of a
@@ -183,6 +209,9 @@ func putUpstream(snap map[string]int64, ups map[int32]*upstreamTimes) {
 		for t, pos := range u.seen {
 			snap[upstreamKey(p, strconv.Itoa(int(t))+".o")] = pos.offset
 			snap[upstreamKey(p, strconv.Itoa(int(t))+".i")] = pos.index
+		}
+		for t := range u.idle {
+			snap[upstreamKey(p, strconv.Itoa(int(t))+".idle")] = 1
 		}
 	}
 }
@@ -218,6 +247,8 @@ func takeUpstream(ups map[int32]*upstreamTimes, k string, v int64) (bool, error)
 	switch field {
 	case "":
 		u.wm[int32(t)] = v
+	case "idle":
+		u.setIdle(int32(t), v != 0)
 	case "o", "i":
 		if u.seen == nil {
 			u.seen = map[int32]originPos{}
@@ -297,7 +328,7 @@ func (r *sourceRun) partitionTime(rec record.Record, kr *kgo.Record) error {
 func cloneUpstream(ups map[int32]*upstreamTimes) map[int32]*upstreamTimes {
 	out := make(map[int32]*upstreamTimes, len(ups))
 	for p, u := range ups {
-		out[p] = &upstreamTimes{of: u.of, wm: maps.Clone(u.wm), seen: maps.Clone(u.seen)}
+		out[p] = &upstreamTimes{of: u.of, wm: maps.Clone(u.wm), idle: maps.Clone(u.idle), seen: maps.Clone(u.seen)}
 	}
 	return out
 }
@@ -395,6 +426,9 @@ func (s *RepartitionSink) Watermark(parts []engine.PartitionWatermark) error {
 	for _, pw := range parts {
 		if pw.Partition >= 0 && pw.Partition < s.inputs {
 			m.Tasks, m.WMs = append(m.Tasks, pw.Partition), append(m.WMs, pw.WM)
+			if pw.Idle {
+				m.Idle = append(m.Idle, pw.Partition)
+			}
 		}
 	}
 	if len(m.Tasks) == 0 {

@@ -58,6 +58,12 @@ func TestUpstreamTimes(t *testing.T) {
 		{repartitionMark{Tasks: []int32{1}, WMs: []int64{60}, Of: 3}, 50, true},
 		{repartitionMark{Tasks: []int32{0}, WMs: []int64{90}, Of: 3}, 60, true},
 		{repartitionMark{Tasks: []int32{1, 2}, WMs: []int64{100, 95}, Of: 3}, 90, true},
+		// Task 0 goes idle: it no longer holds the others back.
+		{repartitionMark{Tasks: []int32{0}, WMs: []int64{90}, Of: 3, Idle: []int32{0}}, 95, true},
+		{repartitionMark{Tasks: []int32{1, 2}, WMs: []int64{100, 97}, Of: 3, Idle: []int32{1, 2}}, 0, false},
+		// Back from idleness, each again counts from its watermark.
+		{repartitionMark{Tasks: []int32{1, 2}, WMs: []int64{100, 98}, Of: 3}, 98, true},
+		{repartitionMark{Tasks: []int32{0}, WMs: []int64{99}, Of: 3}, 98, true},
 	}
 	for i, s := range steps {
 		if least, ok := u.note(s.mark); ok != s.ok || (ok && least != s.least) {
@@ -79,8 +85,8 @@ func TestUpstreamTimes(t *testing.T) {
 	if len(s.restoredUp) != 1 || got == nil || got.of != 3 {
 		t.Fatalf("restored tables %v, want partition 4's alone", s.restoredUp)
 	}
-	if least, ok := got.least(); !ok || least != 90 {
-		t.Errorf("restored partition 4: least %d ok %v, want 90", least, ok)
+	if least, ok := got.least(); !ok || least != 98 {
+		t.Errorf("restored partition 4: least %d ok %v, want 98", least, ok)
 	}
 	if off := s.restore[srcTP{"rp", 4}]; off != 123 || len(s.restore) != 1 {
 		t.Errorf("restored offsets %v, want rp[4] at 123 alone", s.restore)
@@ -111,7 +117,7 @@ func TestPartitionKeys(t *testing.T) {
 // panics, and that what it accepts names only tasks below Of, with a
 // watermark each.
 func FuzzRepartitionMark(f *testing.F) {
-	for _, s := range []string{`{"tasks":[0,3],"wms":[5,6],"of":4}`, `{"tasks":[],"wms":[],"of":1}`, `{"tasks":[9],"wms":[1],"of":4}`, `{"of":-1}`, `nope`, `{"tasks":[1],"wms":[],"of":2}`} {
+	for _, s := range []string{`{"tasks":[0,3],"wms":[5,6],"of":4}`, `{"tasks":[],"wms":[],"of":1}`, `{"tasks":[9],"wms":[1],"of":4}`, `{"of":-1}`, `nope`, `{"tasks":[1],"wms":[],"of":2}`, `{"tasks":[1],"wms":[4],"of":2,"idle":[1]}`, `{"tasks":[1],"wms":[4],"of":2,"idle":[0]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
