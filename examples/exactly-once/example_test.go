@@ -83,8 +83,8 @@ func crashRecovery(t *testing.T, mode string) {
 
 	runs := 0
 	type proc struct {
-		cmd  *exec.Cmd
-		done chan error
+		Cmd  *exec.Cmd
+		Done chan error
 	}
 	start := func() proc {
 		runs++
@@ -99,7 +99,7 @@ func crashRecovery(t *testing.T, mode string) {
 			t.Fatal(err)
 		}
 		p := proc{cmd, make(chan error, 1)}
-		go func() { p.done <- cmd.Wait(); logf.Close() }()
+		go func() { p.Done <- cmd.Wait(); logf.Close() }()
 		return p
 	}
 	defer func() {
@@ -114,14 +114,14 @@ func crashRecovery(t *testing.T, mode string) {
 	p := start()
 	for k := range kills {
 		select {
-		case err := <-p.done:
+		case err := <-p.Done:
 			t.Fatalf("run %d ended by itself: %v", runs, err)
 		case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
 		}
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-p.done
+		<-p.Done
 		if k == kills/2 {
 			// Lose the machine's disk: the state must come back from
 			// the changelog topic.
@@ -133,7 +133,7 @@ func crashRecovery(t *testing.T, mode string) {
 		p = start()
 	}
 
-	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", p.done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", p.Done)
 	// At least once, the earlier runs may have written every result: the
 	// last one must have started, its signal handler in place, before it
 	// is asked to stop.
@@ -142,10 +142,10 @@ func crashRecovery(t *testing.T, mode string) {
 		b, _ := os.ReadFile(last)
 		return strings.Contains(string(b), `msg="pipeline started"`)
 	})
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-p.done; err != nil {
+	if err := <-p.Done; err != nil {
 		t.Errorf("the last run did not stop cleanly: %v", err)
 	}
 

@@ -75,15 +75,15 @@ func sharedRun(b *testing.B, n int, pipeline string) {
 		)
 		procs = append(procs, startPipeline(b, dir, name, env, "--log-level", "info", pipeline))
 	}
-	got := consumeUntil(b, br.Addrs(), windows, false, procs[0].done)
+	got := consumeUntil(b, br.Addrs(), windows, false, procs[0].Done)
 	wall := time.Since(start)
 	var cpu time.Duration
 	for _, p := range procs {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			b.Fatal(err)
 		}
-		<-p.done
-		cpu += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+		<-p.Done
+		cpu += p.Cmd.ProcessState.UserTime() + p.Cmd.ProcessState.SystemTime()
 	}
 	b.StopTimer()
 	if len(got) < len(windows) {

@@ -77,7 +77,7 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 		in := &sharedInstance{}
 		env := r.env(name, "shared-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
 		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", pipeline)
-		in.admin = adminAddr(t, in.p)
+		in.admin = in.p.AdminAddr(t)
 		instances[name] = in
 		return in
 	}
@@ -87,33 +87,33 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	for _, in := range []*sharedInstance{a, bb, c} {
 		in.waitRead(t, "reading before the kill")
 	}
-	if err := bb.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-bb.p.done
+	<-bb.p.Done
 	// Once b's session times out, a and c own every task between them.
 	waitOwnAll(t, "a and c to take b's tasks", a, c)
 	d := start("d")
 	d.waitRead(t, "the late instance reading")
 	pause()
-	if err := a.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := a.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-a.p.done; err != nil {
+	if err := <-a.p.Done; err != nil {
 		t.Errorf("instance a did not stop cleanly: %v", err)
 	}
 
-	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", c.p.done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", c.p.Done)
 	// Once a's session is gone, c and d own every task between them.
 	waitOwnAll(t, "c and d to own every task", c, d)
 	checkStateQueries(t, c, d, want)
 	for _, name := range []string{"c", "d"} {
 		in := instances[name]
 		in.waitRead(t, "reading by the end")
-		if err := in.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := in.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-in.p.done; err != nil {
+		if err := <-in.p.Done; err != nil {
 			t.Errorf("instance %s did not stop cleanly: %v", name, err)
 		}
 	}
@@ -122,7 +122,7 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	}
 	restored := 0
 	for _, in := range instances {
-		if in.p.logged(`msg="tasks restored from the changelog"`) {
+		if in.p.Logged(`msg="tasks restored from the changelog"`) {
 			restored++
 		}
 	}
@@ -282,21 +282,6 @@ func ownedTasks(admin string) []int32 {
 	return ps[0].Stats.Tasks
 }
 
-// adminAddr waits for p to log the address its admin server listens on.
-func adminAddr(t testing.TB, p *weirProc) string {
-	t.Helper()
-	var addr string
-	weirtest.PollUntil(t, 30*time.Second, "the admin server to listen", func() bool {
-		b, _ := os.ReadFile(p.log)
-		_, rest, ok := strings.Cut(string(b), `msg="admin server listening" addr=`)
-		if ok {
-			addr, _, _ = strings.Cut(rest, " ")
-		}
-		return ok
-	})
-	return addr
-}
-
 // produceReadings writes keyedReadings at a steady rate in the
 // background, and returns the reference windows and a function that
 // stops it.
@@ -419,10 +404,10 @@ func sharedCrashRecovery(t *testing.T, mode, pipeline string, r *sharedRig) {
 	for k := range kills {
 		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
 		n := names[rng.IntN(len(names))]
-		if err := procs[n].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		if err := procs[n].Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-procs[n].done
+		<-procs[n].Done
 		if k == kills/2 {
 			if err := os.RemoveAll(filepath.Join(dir, "state-"+n)); err != nil {
 				t.Fatal(err)
@@ -433,12 +418,12 @@ func sharedCrashRecovery(t *testing.T, mode, pipeline string, r *sharedRig) {
 		}
 		procs[n] = start(n)
 	}
-	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", procs["a"].done)
+	got := consumeUntil(t, b.Addrs(), want, mode == "exactly_once", procs["a"].Done)
 	for _, n := range names {
-		if err := procs[n].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := procs[n].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-procs[n].done; err != nil {
+		if err := <-procs[n].Done; err != nil {
 			t.Errorf("instance %s did not stop cleanly: %v", n, err)
 		}
 	}
@@ -460,7 +445,7 @@ func TestSharedStandbyReplica(t *testing.T) {
 	start := func(name string) *sharedInstance {
 		env := r.env(name, "standby-", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")
 		in := &sharedInstance{p: startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")}
-		in.admin = adminAddr(t, in.p)
+		in.admin = in.p.AdminAddr(t)
 		return in
 	}
 	a, bb := start("a"), start("b")
@@ -468,14 +453,14 @@ func TestSharedStandbyReplica(t *testing.T) {
 		in.waitRead(t, "both instances reading")
 	}
 	weirtest.PollUntil(t, 60*time.Second, "a's standby copies to be warmed", func() bool {
-		return a.p.logged(`msg="standby tasks: applied their changelog partitions"`)
+		return a.p.Logged(`msg="standby tasks: applied their changelog partitions"`)
 	})
 	time.Sleep(2 * time.Second) // a few more standby passes under the stream
 	restoresBefore := strings.Count(readLog(a.p), `msg="tasks restored from the changelog"`)
-	if err := bb.p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-bb.p.done
+	<-bb.p.Done
 	killed := time.Now()
 	var line string
 	weirtest.PollUntil(t, 60*time.Second, "a to be given b's tasks and restore them", func() bool {
@@ -491,17 +476,17 @@ func TestSharedStandbyReplica(t *testing.T) {
 		return line != ""
 	})
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), line[strings.Index(line, "msg="):])
-	got := consumeUntil(t, b.Addrs(), want, true, a.p.done)
+	got := consumeUntil(t, b.Addrs(), want, true, a.p.Done)
 	replayed := logInt(t, line, "changes")
 	total := changelogChangesOf(t, b.Addrs(), "sensor-sums-shared-changelog")
 	t.Logf("the takeover replayed %d changes; the changelog holds %d", replayed, total)
 	if replayed*4 >= total {
 		t.Errorf("the takeover replayed %d of the changelog's %d changes: more than its tail", replayed, total)
 	}
-	if err := a.p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := a.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-a.p.done; err != nil {
+	if err := <-a.p.Done; err != nil {
 		t.Errorf("a did not stop cleanly: %v", err)
 	}
 	checkResults(t, got, want, true)
@@ -509,7 +494,7 @@ func TestSharedStandbyReplica(t *testing.T) {
 
 // readLog returns what p logged so far.
 func readLog(p *weirProc) string {
-	b, _ := os.ReadFile(p.log)
+	b, _ := os.ReadFile(p.Log)
 	return string(b)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -21,11 +20,7 @@ import (
 )
 
 // weirProc is a weir process whose output goes to a log file.
-type weirProc struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan error
-}
+type weirProc = weirtest.Proc
 
 // startWeir runs weir run pipeline.yaml with env, logging to dir/name.log.
 func startWeir(t *testing.T, dir, name string, env []string) *weirProc {
@@ -34,40 +29,10 @@ func startWeir(t *testing.T, dir, name string, env []string) *weirProc {
 }
 
 // startPipeline runs weir run with args (the pipeline file, and any
-// flags) and env, logging to dir/name.log. When the test fails, the log's
-// end goes to the test's output and, if $WEIR_TEST_LOGS names a
-// directory, the whole log is copied there.
+// flags) and env, logging to dir/name.log (weirtest.Start).
 func startPipeline(t testing.TB, dir, name string, env []string, args ...string) *weirProc {
 	t.Helper()
-	cmd := exec.Command(weirtest.Weir(t), append([]string{"run", "--log-level", "debug"}, args...)...)
-	cmd.Env = env
-	p := &weirProc{cmd: cmd, log: filepath.Join(dir, name+".log"), done: make(chan error, 1)}
-	logf, err := os.Create(p.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr, cmd.Stdout = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- cmd.Wait(); logf.Close() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			if d := os.Getenv("WEIR_TEST_LOGS"); d != "" {
-				os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
-			}
-			t.Logf("%s:\n%s", name, lastLines(string(b), 40))
-		}
-	})
-	return p
-}
-
-// logged reports whether the process's log holds s.
-func (p *weirProc) logged(s string) bool {
-	b, _ := os.ReadFile(p.log)
-	return strings.Contains(string(b), s)
+	return weirtest.Start(t, dir, name, env, append([]string{"run", "--log-level", "debug"}, args...)...)
 }
 
 // TestStandbyTakesOver runs the pipeline as two instances on two
@@ -108,13 +73,13 @@ func TestStandbyTakesOver(t *testing.T) {
 	defer stopProducing()
 
 	active := startWeir(t, dir, "a", env("a"))
-	weirtest.PollUntil(t, 30*time.Second, "the first instance to take a checkpoint", func() bool { return active.logged(`msg=checkpoint`) })
+	weirtest.PollUntil(t, 30*time.Second, "the first instance to take a checkpoint", func() bool { return active.Logged(`msg=checkpoint`) })
 	standby := startWeir(t, dir, "b", env("b"))
 	weirtest.PollUntil(t, 30*time.Second, "the second instance to wait as a standby", func() bool {
-		return standby.logged("waiting as a standby")
+		return standby.Logged("waiting as a standby")
 	})
 	weirtest.PollUntil(t, 30*time.Second, "the standby to apply the active instance's checkpoints from the changelog", func() bool {
-		return standby.logged("standby: keeping the state up to date from the changelog")
+		return standby.Logged("standby: keeping the state up to date from the changelog")
 	})
 	// The active instance goes on; the standby asks again and must not
 	// start. The active instance, reading, describes the group no more,
@@ -127,27 +92,27 @@ func TestStandbyTakesOver(t *testing.T) {
 	})
 	// A standby that took over at that ask logged so before its source
 	// could describe the group again.
-	if standby.logged("taking over") || standby.logged(`msg=checkpoint`) || standby.logged("state restored") || standby.logged("resuming from") {
+	if standby.Logged("taking over") || standby.Logged(`msg=checkpoint`) || standby.Logged("state restored") || standby.Logged("resuming from") {
 		t.Fatal("the standby started while the active instance ran")
 	}
-	if err := active.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := active.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-active.done
+	<-active.Done
 	killed := time.Now()
-	weirtest.PollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.logged("taking over") })
+	weirtest.PollUntil(t, 60*time.Second, "the standby to take over", func() bool { return standby.Logged("taking over") })
 	t.Logf("the standby took over %v after the kill", time.Since(killed).Round(time.Millisecond))
 
-	got := consumeUntil(t, b.ListenAddrs(), want, true, standby.done)
-	if err := standby.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	got := consumeUntil(t, b.ListenAddrs(), want, true, standby.Done)
+	if err := standby.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-standby.done; err != nil {
+	if err := <-standby.Done; err != nil {
 		t.Errorf("the standby did not stop cleanly: %v", err)
 	}
 	// Taking over, it replays only what came after its last look: far
 	// less than the changelog holds.
-	logText, _ := os.ReadFile(standby.log)
+	logText, _ := os.ReadFile(standby.Log)
 	total := changelogChanges(t, b.ListenAddrs())
 	if i := strings.Index(string(logText), `msg="state restored from the changelog"`); i >= 0 {
 		line := strings.SplitN(string(logText[i:]), "\n", 2)[0]
@@ -191,7 +156,7 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 		"WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","),
 		"WEIR_STATE_DIR="+filepath.Join(dir, "state"),
 	))
-	weirtest.PollUntil(t, 30*time.Second, "a checkpoint", func() bool { return p.logged(`msg=checkpoint`) })
+	weirtest.PollUntil(t, 30*time.Second, "a checkpoint", func() bool { return p.Logged(`msg=checkpoint`) })
 
 	// The foreign member: it reads but never commits, so the pipeline
 	// resumes where its last transaction left the group's offsets.
@@ -207,19 +172,19 @@ func TestRebalanceDuringTransaction(t *testing.T) {
 	}
 	cancel()
 	cl.Close() // leaves the group
-	weirtest.PollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.logged("rolled the state back to the last checkpoint") })
+	weirtest.PollUntil(t, 30*time.Second, "the in-process restart", func() bool { return p.Logged("rolled the state back to the last checkpoint") })
 
-	got := consumeUntil(t, b.Addrs(), want, true, p.done)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	got := consumeUntil(t, b.Addrs(), want, true, p.Done)
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-p.done; err != nil {
+	if err := <-p.Done; err != nil {
 		t.Errorf("the pipeline did not stop cleanly: %v", err)
 	}
-	if !p.logged("waiting as a standby") {
+	if !p.Logged("waiting as a standby") {
 		t.Error("the pipeline did not wait for the foreign member to leave")
 	}
-	if !p.logged("state: rolled back writes made after the last checkpoint") {
+	if !p.Logged("state: rolled back writes made after the last checkpoint") {
 		t.Error("the aborted transaction's state changes were not rolled back")
 	}
 	dup := checkResults(t, got, want, true)

@@ -1,0 +1,89 @@
+package weirtest
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Proc is a weir process a test started with Start: its command, the file
+// it logs to, and the channel its exit comes on (once). It is used by the
+// test's goroutine.
+type Proc struct {
+	Cmd  *exec.Cmd
+	Log  string
+	Done chan error
+}
+
+// Start runs weir with args and env (nil: the test's environment),
+// logging to dir/name.log. The test's cleanup kills it; if the test
+// failed, the log's last lines go to the test's output and, when
+// $WEIR_TEST_LOGS names a directory, the whole log is copied there.
+func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
+	t.Helper()
+	cmd := exec.Command(Weir(t), args...)
+	cmd.Env = env
+	p := &Proc{Cmd: cmd, Log: filepath.Join(dir, name+".log"), Done: make(chan error, 1)}
+	logf, err := os.Create(p.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr, cmd.Stdout = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.Done <- cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if !t.Failed() {
+			return
+		}
+		b, _ := os.ReadFile(p.Log)
+		if d := os.Getenv("WEIR_TEST_LOGS"); d != "" {
+			os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		t.Logf("%s:\n%s", name, strings.Join(lines[max(len(lines)-40, 0):], "\n"))
+	})
+	return p
+}
+
+// Logged reports whether the process's log holds s.
+func (p *Proc) Logged(s string) bool {
+	b, _ := os.ReadFile(p.Log)
+	return strings.Contains(string(b), s)
+}
+
+// AdminAddr waits for the process to log the address its admin server
+// listens on (weir run --admin 127.0.0.1:0), and returns it.
+func (p *Proc) AdminAddr(t testing.TB) string {
+	t.Helper()
+	var addr string
+	PollUntil(t, 30*time.Second, "the admin server to listen", func() bool {
+		b, _ := os.ReadFile(p.Log)
+		_, rest, ok := strings.Cut(string(b), `msg="admin server listening" addr=`)
+		if ok {
+			addr, _, _ = strings.Cut(rest, " ")
+		}
+		return ok
+	})
+	return addr
+}
+
+// SourceRecords returns the records the pipeline's sources have read, from
+// the metrics of the admin server at addr; 0 if it cannot tell (the
+// process is not up, or gone).
+func SourceRecords(addr string) int64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return max(int64(MetricValue(string(b), "weir_records_out_total", `stage="source"`)), 0)
+}
