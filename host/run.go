@@ -52,12 +52,17 @@ func (s Summary) LogValue() slog.Value {
 // done, sources stop reading and what was read drains through to the sinks;
 // Run then returns a nil error. The summary is valid even with an error.
 //
-// A pipeline that keeps keyed state runs as the only
-// active member of its Kafka sources' consumer groups: while another
-// instance is in a group, Run waits as a standby (StateStandby) and starts
-// once the group is empty, restoring the state from the changelog. If
-// another instance joined at the same moment, the run gives way before
-// reading anything and waits again. If the group rebalances during an
+// A pipeline whose keyed state is split by task (on the Kafka record key,
+// or after a key_by with repartition: true) shares its consumer group with
+// its other instances: when the group moves tasks, Run rolls the state
+// back to the last checkpoint (or, at least once, when it only gained
+// tasks, stops at a final one) and starts again for the tasks it owns,
+// without leaving the process or the group. Another pipeline that keeps
+// keyed state runs as the only active member of its Kafka sources'
+// consumer groups: while another instance is in a group, Run waits as a
+// standby (StateStandby) and starts once the group is empty, restoring
+// the state from the changelog. If another instance joined at the same
+// moment, the run gives way before reading anything and waits again. If the group rebalances during an
 // exactly-once run's transaction (another consumer joined it, or a topic
 // gained partitions), the transaction aborts; Run then rolls the state
 // store back to the last checkpoint and starts again from it, as a
