@@ -82,7 +82,16 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		sum, err := p.runOnce(ctx, carry, total)
 		total.add(sum)
 		switch {
-		case err == nil || ctx.Err() != nil:
+		case err == nil:
+			return total, nil
+		case ctx.Err() != nil && (errors.Is(err, kafka.ErrTasksChanged) || errors.Is(err, kafka.ErrTxnAborted)):
+			// Stopped while the group moved tasks: the final checkpoint
+			// gave way, as a rollback does, and whoever owns the tasks
+			// next continues from the last one. Not a failure.
+			p.opts.Logger.Warn("stopped while the consumer group moved tasks: the final checkpoint gave way; the tasks continue from the last one",
+				"pipeline", p.cfg.Name, "error", err)
+			return total, nil
+		case ctx.Err() != nil:
 			return total, err
 		case errors.Is(err, errTasksGained):
 			p.opts.Logger.Info("the consumer group gave this instance tasks; the run stopped at a checkpoint and starts again for its tasks",

@@ -35,7 +35,8 @@ const (
 // 12-partition topic produced by key, each instance on its own "machine"
 // (state directory and instance_id). While the readings flow, one
 // instance is killed (SIGKILL); once the others have taken its tasks a
-// fourth starts, and then one stops cleanly. The group moves tasks at
+// fourth starts (the last third of the stream waits until it owns tasks,
+// so that it has records to read), and then one stops cleanly. The group moves tasks at
 // each step, and each instance given a task restores it from its
 // changelog partition. At the end the two left own every task, and one
 // answers /api/state for its own keys and names the other for the rest. Exactly once, a
@@ -94,6 +95,8 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	// Once b's session times out, a and c own every task between them.
 	waitOwnAll(t, "a and c to take b's tasks", a, c)
 	d := start("d")
+	weirtest.PollUntil(t, 60*time.Second, "the late instance to own tasks", func() bool { return len(weirtest.OwnedTasks(d.admin)) > 0 })
+	r.release()
 	d.waitRead(t, "the late instance reading")
 	pause()
 	if err := a.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -142,6 +145,10 @@ type sharedRig struct {
 	dir  string
 	rng  *rand.Rand
 	want map[string]window
+	// release lets the producer write the last third of the stream,
+	// which it holds back until then (or a minute at most), so that an
+	// instance started late still finds records to read.
+	release func()
 }
 
 // newSharedRig starts a rig whose randomness is the time's seed and
@@ -156,8 +163,8 @@ func newSharedRig(t *testing.T, stream uint64, byKey bool) *sharedRig {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(seed, stream))}
-	want, stop := produceReadings(t, b.Addrs(), r.rng, byKey)
-	r.want = want
+	want, release, stop := produceReadings(t, b.Addrs(), r.rng, byKey)
+	r.want, r.release = want, release
 	t.Cleanup(func() { stop(); b.Close() })
 	return r
 }
@@ -218,7 +225,7 @@ func waitOwnAll(t *testing.T, what string, ins ...*sharedInstance) {
 	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
 		owned := map[int32]bool{}
 		for _, in := range ins {
-			for _, p := range ownedTasks(in.admin) {
+			for _, p := range weirtest.OwnedTasks(in.admin) {
 				owned[p] = true
 			}
 		}
@@ -232,7 +239,7 @@ func waitOwnAll(t *testing.T, what string, ins ...*sharedInstance) {
 func checkStateQueries(t *testing.T, c, d *sharedInstance, want map[string]window) {
 	t.Helper()
 	mine := map[int32]bool{}
-	for _, p := range ownedTasks(c.admin) {
+	for _, p := range weirtest.OwnedTasks(c.admin) {
 		mine[p] = true
 	}
 	part := kgo.StickyKeyPartitioner(nil).ForTopic("readings")
@@ -263,30 +270,15 @@ func checkStateQueries(t *testing.T, c, d *sharedInstance, want map[string]windo
 	}
 }
 
-// ownedTasks returns the tasks the pipeline at admin says it owns, from
-// /api/pipeline; nil if it cannot.
-func ownedTasks(admin string) []int32 {
-	resp, err := http.Get("http://" + admin + "/api/pipeline")
-	if err != nil {
-		return nil
-	}
-	defer resp.Body.Close()
-	var ps []struct {
-		Stats struct {
-			Tasks []int32 `json:"tasks"`
-		} `json:"stats"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&ps) != nil || len(ps) != 1 {
-		return nil
-	}
-	return ps[0].Stats.Tasks
-}
-
 // produceReadings writes keyedReadings at a steady rate in the
-// background, and returns the reference windows and a function that
-// stops it.
-func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (map[string]window, func()) {
+// background, holding the last third back until release is called (or a
+// minute has passed), and returns the reference windows, release and a
+// function that stops it.
+func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (want map[string]window, release, stop func()) {
 	rs, want := keyedReadings(rng, sharedRecords)
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
 	if !byKey {
 		for i, r := range rs[:sharedRecords] {
 			r.Key = fmt.Appendf(nil, "reading-%d", i)
@@ -302,8 +294,16 @@ func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (
 		defer cl.Close()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		per := sharedRate / 100
+		per, hold := sharedRate/100, 2*len(rs)/3
 		for i := 0; i < len(rs); i += per {
+			if i >= hold && i < hold+per {
+				select {
+				case <-released:
+				case <-time.After(time.Minute):
+				case <-ctx.Done():
+					return
+				}
+			}
 			<-tick.C
 			if err := cl.ProduceSync(ctx, rs[i:min(i+per, len(rs))]...).FirstErr(); err != nil {
 				if ctx.Err() == nil {
@@ -313,7 +313,7 @@ func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (
 			}
 		}
 	})
-	return want, func() { cancel(); wg.Wait() }
+	return want, release, func() { cancel(); wg.Wait() }
 }
 
 // keyedReadings returns n readings keyed by sensor, for Kafka's default
@@ -388,6 +388,7 @@ func TestSharedRepartitionCrashRecovery(t *testing.T) {
 }
 
 func sharedCrashRecovery(t *testing.T, mode, pipeline string, r *sharedRig) {
+	r.release() // the whole stream: no instance starts late
 	b, dir, rng, want := r.b, r.dir, r.rng, r.want
 	runs := map[string]int{}
 	start := func(name string) *weirProc {
@@ -441,6 +442,7 @@ func sharedCrashRecovery(t *testing.T, mode, pipeline string, r *sharedRig) {
 func TestSharedStandbyReplica(t *testing.T) {
 	t.Parallel()
 	r := newSharedRig(t, 4, true)
+	r.release()
 	b, dir, want := r.b, r.dir, r.want
 	start := func(name string) *sharedInstance {
 		env := r.env(name, "standby-", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")

@@ -44,8 +44,8 @@ type output struct{ key, value string }
 // sharing one consumer group over the same readings produced under keys
 // of their own (so every device's readings are spread over all 12
 // partitions) at a steady rate: three start; once all three read, one is
-// killed (SIGKILL) and a fourth starts; once it reads, one stops
-// (SIGTERM). Exactly once, the shared run's read_committed output must be
+// killed (SIGKILL) and a fourth starts (the last third of the readings
+// waits until it owns tasks); once it reads, one stops (SIGTERM). Exactly once, the shared run's read_committed output must be
 // the reference's record for record: for each device, the same sequence
 // of window sums and alerts. At least once, every record of the
 // reference must be there, and nothing else but repeats. The reference's
@@ -74,7 +74,7 @@ func TestScaleOut(t *testing.T) {
 // the output once it holds a result for every one of windows.
 func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	b := startBroker(t)
-	stop := produce(t, b.Addrs(), rs, rate)
+	release, stop := produce(t, b.Addrs(), rs, rate)
 	defer stop()
 	dir := t.TempDir()
 	procs := map[string]*weirtest.Proc{}
@@ -103,6 +103,8 @@ func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	}
 	<-procs["b"].Done
 	start("d")
+	weirtest.PollUntil(t, 60*time.Second, "instance d to own tasks", func() bool { return len(weirtest.OwnedTasks(admin["d"])) > 0 })
+	release()
 	waitRead("d")
 	if err := procs["a"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -166,7 +168,8 @@ func startBroker(t testing.TB) *broker.Broker {
 func reference(t *testing.T, rs []*kgo.Record, windows int) []output {
 	t.Helper()
 	b := startBroker(t)
-	produce(t, b.Addrs(), rs, 0)()
+	_, done := produce(t, b.Addrs(), rs, 0)
+	done()
 	dir := t.TempDir()
 	env := append(os.Environ(), "WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","), "WEIR_STATE_DIR="+filepath.Join(dir, "state"))
 	p := weirtest.Start(t, dir, "reference", env, "run", "pipeline.yaml")
@@ -181,8 +184,10 @@ func reference(t *testing.T, rs []*kgo.Record, windows int) []output {
 // produce writes rs to sensor.readings, each keyed record where Kafka's
 // partitioner puts it and the closing ones to their partitions: at rate
 // readings a second in the background, or (rate 0) all at once before it
-// returns. The function returned stops it.
-func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) func() {
+// returns. With a rate it holds the last third back until release is
+// called (or a minute has passed), so that an instance started late still
+// finds records to read. stop stops it.
+func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) (release, stop func()) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("sensor.readings"),
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
@@ -213,30 +218,41 @@ func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) func() {
 		}
 		return true
 	}
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
 	if rate == 0 {
 		defer cl.Close()
 		send(rs)
 		cancel()
-		return func() {}
+		return release, func() {}
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer cl.Close()
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
-		per := rate / 100
+		per, hold := rate/100, 2*len(rs)/3
 		for i := 0; i < len(rs); i += per {
+			if i >= hold && i < hold+per {
+				select {
+				case <-released:
+				case <-time.After(time.Minute):
+				case <-ctx.Done():
+					return
+				}
+			}
 			<-tick.C
 			if !send(rs[i:min(i+per, len(rs))]) {
 				return
 			}
 		}
 	})
-	return func() { cancel(); wg.Wait() }
+	return release, func() { cancel(); wg.Wait() }
 }
 
 // consume reads device.charge read_committed until it holds results for
-// windows windows and, with settle, two seconds more (so that repeats
+// windows distinct windows and, with settle, two seconds more (so that repeats
 // would show), and returns what it read in order.
 func consume(t testing.TB, addrs []string, windows int, settle bool) []output {
 	t.Helper()
@@ -247,22 +263,23 @@ func consume(t testing.TB, addrs []string, windows int, settle bool) []output {
 	}
 	defer cl.Close()
 	var out []output
-	seen := 0
+	seen := map[output]bool{} // the distinct window results: at least once, some come twice
 	deadline, settled := time.Now().Add(120*time.Second), time.Time{}
 	for settled.IsZero() || time.Now().Before(settled) {
 		if time.Now().After(deadline) {
-			t.Fatalf("results for %d of %d windows after 120s", seen, windows)
+			t.Fatalf("results for %d of %d windows after 120s", len(seen), windows)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		fs := cl.PollFetches(ctx)
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, output{string(r.Key), string(r.Value)})
+			o := output{string(r.Key), string(r.Value)}
+			out = append(out, o)
 			if bytes.Contains(r.Value, []byte(`"window_start"`)) {
-				seen++
+				seen[o] = true
 			}
 		})
-		if seen >= windows && settled.IsZero() {
+		if len(seen) >= windows && settled.IsZero() {
 			if !settle {
 				break
 			}
@@ -409,7 +426,8 @@ func scaleOutRun(b *testing.B, instances, n int) {
 		b.Fatal(err)
 	}
 	defer br.Close()
-	produce(b, br.Addrs(), rs, 0)()
+	_, done := produce(b, br.Addrs(), rs, 0)
+	done()
 	dir := b.TempDir()
 	weirtest.Weir(b) // built before the clock starts
 	b.ResetTimer()

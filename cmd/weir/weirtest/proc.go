@@ -1,6 +1,7 @@
 package weirtest
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -86,4 +87,24 @@ func SourceRecords(addr string) int64 {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return max(int64(MetricValue(string(b), "weir_records_out_total", `stage="source"`)), 0)
+}
+
+// OwnedTasks returns the tasks the pipeline at the admin address addr says
+// it owns (/api/pipeline's stats.tasks), for a pipeline sharing its group
+// by task; nil if it cannot tell.
+func OwnedTasks(addr string) []int32 {
+	resp, err := http.Get("http://" + addr + "/api/pipeline")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var ps []struct {
+		Stats struct {
+			Tasks []int32 `json:"tasks"`
+		} `json:"stats"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&ps) != nil || len(ps) != 1 {
+		return nil
+	}
+	return ps[0].Stats.Tasks
 }
