@@ -58,19 +58,38 @@ func (a originPos) after(b originPos) bool {
 	return a.offset > b.offset || (a.offset == b.offset && a.index > b.index)
 }
 
-// parseOrigin reads a RepartitionOriginHeader value.
+// parseOrigin reads a RepartitionOriginHeader value, without allocating:
+// it is read for every record of the topic.
 func parseOrigin(v []byte) (task int32, pos originPos, ok bool) {
-	parts := strings.Split(string(v), ",")
-	if len(parts) != 3 {
+	var n [3]int64
+	for i := range n {
+		if i > 0 {
+			if len(v) == 0 || v[0] != ',' {
+				return 0, pos, false
+			}
+			v = v[1:]
+		}
+		if n[i], v, ok = parseDecimal(v); !ok {
+			return 0, pos, false
+		}
+	}
+	if len(v) != 0 || n[0] > math.MaxInt32 {
 		return 0, pos, false
 	}
-	t, err1 := strconv.ParseInt(parts[0], 10, 32)
-	o, err2 := strconv.ParseInt(parts[1], 10, 64)
-	i, err3 := strconv.ParseInt(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || t < 0 || o < 0 || i < 0 {
-		return 0, pos, false
+	return int32(n[0]), originPos{n[1], n[2]}, true
+}
+
+// parseDecimal reads the non-negative decimal number at the start of v,
+// returning what follows it; ok is false for none or one that overflows.
+func parseDecimal(v []byte) (n int64, rest []byte, ok bool) {
+	i := 0
+	for ; i < len(v) && v[i] >= '0' && v[i] <= '9'; i++ {
+		if n > (math.MaxInt64-int64(v[i]-'0'))/10 {
+			return 0, v, false
+		}
+		n = n*10 + int64(v[i]-'0')
 	}
-	return int32(t), originPos{o, i}, true
+	return n, v[i:], i > 0
 }
 
 // repartitionMark is a watermark record's value: the writer promises, for
@@ -399,22 +418,46 @@ func partitionKeys(n int) [][]byte {
 // for it, so that its reader owns it, each with its origin
 // (RepartitionOriginHeader).
 func (s *RepartitionSink) Write(recs []record.Record, dead []record.DeadLetter, ack *engine.Ack) ([]record.DeadLetter, error) {
+	s.originHeaders(recs)
+	return s.Sink.Write(recs, dead, ack)
+}
+
+// originHeaders gives each of recs the empty key if it has none, and its
+// RepartitionOriginHeader after its own headers. The values and header
+// lists are cut from two slabs made per call, which stay with the records
+// until the producer is done with them.
+func (s *RepartitionSink) originHeaders(recs []record.Record) {
+	nh := len(recs)
+	for i := range recs {
+		nh += len(recs[i].Headers)
+	}
+	hdrs := make([]record.Header, 0, nh)
+	vals := make([]byte, 0, 24*len(recs))
 	for i := range recs {
 		r := &recs[i]
 		if r.Key == nil {
 			r.Key = []byte{}
 		}
-		if o := r.Origin; o.Partition >= 0 && o.Offset >= 0 {
-			if o.Partition == s.lastOrigin.Partition && o.Offset == s.lastOrigin.Offset && o.Topic == s.lastOrigin.Topic {
-				s.index++
-			} else {
-				s.lastOrigin, s.index = o, 0
-			}
-			v := fmt.Appendf(nil, "%d,%d,%d", o.Partition, o.Offset, s.index)
-			r.Headers = append(r.Headers[:len(r.Headers):len(r.Headers)], record.Header{Key: RepartitionOriginHeader, Value: v})
+		o := r.Origin
+		if o.Partition < 0 || o.Offset < 0 {
+			continue
 		}
+		if o.Partition == s.lastOrigin.Partition && o.Offset == s.lastOrigin.Offset && o.Topic == s.lastOrigin.Topic {
+			s.index++
+		} else {
+			s.lastOrigin, s.index = o, 0
+		}
+		start := len(vals)
+		vals = strconv.AppendInt(vals, int64(o.Partition), 10)
+		vals = append(vals, ',')
+		vals = strconv.AppendInt(vals, o.Offset, 10)
+		vals = append(vals, ',')
+		vals = strconv.AppendInt(vals, s.index, 10)
+		first := len(hdrs)
+		hdrs = append(hdrs, r.Headers...)
+		hdrs = append(hdrs, record.Header{Key: RepartitionOriginHeader, Value: vals[start:len(vals):len(vals)]})
+		r.Headers = hdrs[first:len(hdrs):len(hdrs)]
 	}
-	return s.Sink.Write(recs, dead, ack)
 }
 
 // Watermark writes the input partitions' watermarks to every partition,

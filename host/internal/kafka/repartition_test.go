@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/host/internal/task"
 )
 
@@ -135,5 +139,67 @@ func FuzzRepartitionMark(f *testing.F) {
 		}
 		u := &upstreamTimes{}
 		u.note(m)
+	})
+}
+
+// TestOriginHeaders checks the origin each repartitioned record carries:
+// its input partition and offset, numbered among the records made from
+// one input record, after its own headers, and read back by parseOrigin.
+func TestOriginHeaders(t *testing.T) {
+	recs := []record.Record{
+		{Key: []byte("a"), Headers: []record.Header{{Key: "h", Value: []byte("v")}}, Origin: record.Origin{Topic: "in", Partition: 2, Offset: 7}},
+		{Origin: record.Origin{Topic: "in", Partition: 2, Offset: 7}},
+		{Origin: record.Origin{Topic: "in", Partition: 0, Offset: 123456789012}},
+		{Origin: record.Origin{Partition: -1}},
+	}
+	(&RepartitionSink{}).originHeaders(recs)
+	want := []struct {
+		task int32
+		pos  originPos
+	}{{2, originPos{7, 0}}, {2, originPos{7, 1}}, {0, originPos{123456789012, 0}}}
+	for i, w := range want {
+		hs := recs[i].Headers
+		if recs[i].Key == nil || len(hs) == 0 || hs[len(hs)-1].Key != RepartitionOriginHeader {
+			t.Fatalf("record %d: key %q, headers %v", i, recs[i].Key, hs)
+		}
+		if task, pos, ok := parseOrigin(hs[len(hs)-1].Value); !ok || task != w.task || pos != w.pos {
+			t.Errorf("record %d: origin %d %+v %v, want %d %+v", i, task, pos, ok, w.task, w.pos)
+		}
+	}
+	if len(recs[0].Headers) != 2 || recs[0].Headers[0].Key != "h" {
+		t.Errorf("record 0 lost its own header: %v", recs[0].Headers)
+	}
+	if len(recs[3].Headers) != 0 {
+		t.Errorf("a record without a partition got an origin: %v", recs[3].Headers)
+	}
+}
+
+// FuzzParseOrigin checks parseOrigin against strconv on the text it is
+// given: it accepts exactly three non-negative decimals joined by commas
+// (the task within int32), and reads them right.
+func FuzzParseOrigin(f *testing.F) {
+	for _, s := range []string{"2,7,0", "0,123456789012,3", "1,2", "a,1,2", "1,2,3,", "-1,2,3", "2147483648,0,0", "1,99999999999999999999,0", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		task, pos, ok := parseOrigin(b)
+		parts := strings.Split(string(b), ",")
+		want := len(parts) == 3
+		var n [3]int64
+		for i, p := range parts {
+			if !want {
+				break
+			}
+			v, err := strconv.ParseInt(p, 10, 64)
+			want = err == nil && v >= 0 && p != "" && p[0] != '+' && p[0] != '-'
+			n[i] = v
+		}
+		want = want && n[0] <= math.MaxInt32
+		if ok != want {
+			t.Fatalf("parseOrigin(%q) ok %v, want %v", b, ok, want)
+		}
+		if ok && (int64(task) != n[0] || pos != (originPos{n[1], n[2]})) {
+			t.Fatalf("parseOrigin(%q) = %d %+v, want %v", b, task, pos, n)
+		}
 	})
 }
