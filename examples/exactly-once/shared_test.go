@@ -2,7 +2,6 @@ package exactlyonce_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -276,9 +274,6 @@ func checkStateQueries(t *testing.T, c, d *sharedInstance, want map[string]windo
 // function that stops it.
 func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (want map[string]window, release, stop func()) {
 	rs, want := keyedReadings(rng, sharedRecords)
-	released := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(released) }) }
 	if !byKey {
 		for i, r := range rs[:sharedRecords] {
 			r.Key = fmt.Appendf(nil, "reading-%d", i)
@@ -288,32 +283,8 @@ func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer cl.Close()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		per, hold := sharedRate/100, 2*len(rs)/3
-		for i := 0; i < len(rs); i += per {
-			if i >= hold && i < hold+per {
-				select {
-				case <-released:
-				case <-time.After(time.Minute):
-				case <-ctx.Done():
-					return
-				}
-			}
-			<-tick.C
-			if err := cl.ProduceSync(ctx, rs[i:min(i+per, len(rs))]...).FirstErr(); err != nil {
-				if ctx.Err() == nil {
-					t.Errorf("producing: %v", err)
-				}
-				return
-			}
-		}
-	})
-	return want, release, func() { cancel(); wg.Wait() }
+	release, stop = weirtest.Pace(t, cl, rs, sharedRate)
+	return want, release, stop
 }
 
 // keyedReadings returns n readings keyed by sensor, for Kafka's default

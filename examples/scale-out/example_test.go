@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,7 +185,7 @@ func reference(t *testing.T, rs []*kgo.Record, windows int) []output {
 // readings a second in the background, or (rate 0) all at once before it
 // returns. With a rate it holds the last third back until release is
 // called (or a minute has passed), so that an instance started late still
-// finds records to read. stop stops it.
+// finds records to read (weirtest.Pace). stop stops it.
 func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) (release, stop func()) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("sensor.readings"),
@@ -208,47 +207,14 @@ func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) (release,
 	for i, r := range rs {
 		rs[i] = &kgo.Record{Key: r.Key, Value: r.Value, Partition: r.Partition}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	send := func(batch []*kgo.Record) bool {
-		if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-			if ctx.Err() == nil {
-				t.Errorf("producing: %v", err)
-			}
-			return false
-		}
-		return true
+	if rate > 0 {
+		return weirtest.Pace(t, cl, rs, rate)
 	}
-	released := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(released) }) }
-	if rate == 0 {
-		defer cl.Close()
-		send(rs)
-		cancel()
-		return release, func() {}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatalf("producing: %v", err)
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer cl.Close()
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		per, hold := rate/100, 2*len(rs)/3
-		for i := 0; i < len(rs); i += per {
-			if i >= hold && i < hold+per {
-				select {
-				case <-released:
-				case <-time.After(time.Minute):
-				case <-ctx.Done():
-					return
-				}
-			}
-			<-tick.C
-			if !send(rs[i:min(i+per, len(rs))]) {
-				return
-			}
-		}
-	})
-	return release, func() { cancel(); wg.Wait() }
+	return func() {}, func() {}
 }
 
 // consume reads device.charge read_committed until it holds results for
