@@ -53,11 +53,14 @@ func (s Summary) LogValue() slog.Value {
 // Run then returns a nil error. The summary is valid even with an error.
 //
 // A pipeline whose keyed state is split by task (on the Kafka record key,
-// or after a key_by with repartition: true) shares its consumer group with
+// or after a key_by, which repartitions) shares its consumer group with
 // its other instances: when the group moves tasks, Run rolls the state
 // back to the last checkpoint (or, at least once, when it only gained
 // tasks, stops at a final one) and starts again for the tasks it owns,
-// without leaving the process or the group. Another pipeline that keeps
+// without leaving the process or the group; a run that owns every task
+// and first had to apply what its repartition topic held stops at a
+// checkpoint once it has, and the next routes the key_by in process.
+// Another pipeline that keeps
 // keyed state runs as the only active member of its Kafka sources'
 // consumer groups: while another instance is in a group, Run waits as a
 // standby (StateStandby) and starts once the group is empty, restoring
@@ -93,6 +96,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 			return total, nil
 		case ctx.Err() != nil:
 			return total, err
+		case errors.Is(err, errRouteDrained):
+			p.opts.Logger.Info("the run applied what the repartition topic held and stopped at a checkpoint; starting again, routing the key_by in process",
+				"pipeline", p.cfg.Name)
 		case errors.Is(err, errTasksGained):
 			p.opts.Logger.Info("the consumer group gave this instance tasks; the run stopped at a checkpoint and starts again for its tasks",
 				"pipeline", p.cfg.Name)
@@ -130,6 +136,11 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 // group only gave tasks: the next run starts from that checkpoint, with
 // nothing to roll back.
 var errTasksGained = errors.New("the consumer group gave this instance tasks")
+
+// errRouteDrained ends a run, at its final checkpoint, that owned every
+// task and has applied what its repartition topic held: the next routes
+// the key_by's records in process.
+var errRouteDrained = errors.New("the repartition topic is drained")
 
 // resumeTasks gets a pipeline sharing its group by task ready to run
 // again after the group moved its tasks: the transaction aborted
@@ -202,6 +213,12 @@ func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Su
 	ep := run.Engine
 	ep.Observer = p.metrics
 	ri := &runInfo{ep: ep, sources: run.KafkaSources, tasks: run.Tasks, before: Summary{Stages: slices.Clone(before.Stages), DeadLetter: before.DeadLetter}}
+	switch {
+	case run.RoutedInProcess:
+		ri.repart = RepartitionInProcess
+	case len(ep.Repartitions) > 0:
+		ri.repart = RepartitionTopic
+	}
 	p.run.Store(ri)
 	p.runState.Store(StateRunning)
 	defer func() {
@@ -217,10 +234,16 @@ func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Su
 		pluginop.Watch(wctx, p.pluginOps(), p.opts.Logger)
 	}
 	es, err := ep.Run(runCtx)
-	if err == nil && ctx.Err() == nil && runCtx.Err() != nil && carry.Moved() {
+	switch {
+	case err != nil || ctx.Err() != nil || runCtx.Err() == nil:
+	case carry.Moved():
 		// The group gave this instance tasks: the run stopped and
 		// checkpointed, and the next one takes them on.
 		err = errTasksGained
+	case carry.Drained():
+		// The run applied what the repartition topic held and stopped
+		// at a checkpoint: the next routes the key_by in process.
+		err = errRouteDrained
 	}
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err
 }

@@ -40,7 +40,18 @@ type Stats struct {
 	// when the pipeline's instances share its consumer group by task;
 	// nil otherwise.
 	Tasks []int32 `json:"tasks,omitempty"`
+	// Repartition says how the run sends its key_by's records to the
+	// keyed state after it, when its instances share that state by
+	// task: "topic", through the repartition topic, or "in_process",
+	// while this instance owns every task; "" otherwise.
+	Repartition string `json:"repartition,omitempty"`
 }
+
+// The values of Stats.Repartition.
+const (
+	RepartitionTopic     = "topic"
+	RepartitionInProcess = "in_process"
+)
 
 // RestoreStats is how far a restore of the state from the changelog is:
 // per task (changelog partition), the changelog records replayed and left
@@ -99,6 +110,7 @@ type runInfo struct {
 	// (a run started again in process), which the counters include.
 	before Summary
 	tasks  *kafka.Tasks // the run's, when it shares its group by task
+	repart string       // Stats.Repartition
 }
 
 // Stats returns the pipeline's live counts. It is safe to call from any
@@ -124,6 +136,7 @@ func (p *Pipeline) Stats() Stats {
 			st.Tasks = []int32{}
 		}
 	}
+	st.Repartition = ri.repart
 	st.Checkpoints, st.LastCheckpoint = es.Checkpoints, es.LastCheckpoint
 	st.LastCheckpointPause = es.LastCheckpointPause.Seconds()
 	return st
@@ -237,6 +250,7 @@ var (
 	descWatermark   = prometheus.NewDesc("weir_watermark_lag_seconds", "Wall clock minus the event-time watermark.", []string{"pipeline"}, nil)
 	descLag         = prometheus.NewDesc("weir_consumer_lag_records", "Kafka records not yet polled, over the pipeline's Kafka sources.", []string{"pipeline"}, nil)
 	descCheckpoints = prometheus.NewDesc("weir_checkpoints_total", "Checkpoints taken in this run.", []string{"pipeline"}, nil)
+	descInProcess   = prometheus.NewDesc("weir_repartition_in_process", "1 while the run routes its key_by's records in process, owning every task; 0 while they go through the repartition topic.", []string{"pipeline"}, nil)
 	descRestoring   = prometheus.NewDesc("weir_pipeline_restoring", "1 while the pipeline restores its state from the changelog.", []string{"pipeline"}, nil)
 	descRestoreDone = prometheus.NewDesc("weir_restore_records_replayed", "Changelog records the last restore replayed, by task (changelog partition).",
 		[]string{"pipeline", "task"}, nil)
@@ -283,6 +297,13 @@ func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(*st.ConsumerLag), name)
 	}
 	ch <- prometheus.MustNewConstMetric(descCheckpoints, prometheus.CounterValue, float64(st.Checkpoints), name)
+	if st.Repartition != "" {
+		in := 0.0
+		if st.Repartition == RepartitionInProcess {
+			in = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descInProcess, prometheus.GaugeValue, in, name)
+	}
 	m.collectRestore(ch, st)
 	for _, ps := range m.p.Plugins() {
 		ch <- prometheus.MustNewConstMetric(descPlugin, prometheus.GaugeValue, 1, name, ps.Operator, strconv.Itoa(ps.Version), ps.SHA256)

@@ -169,6 +169,9 @@ func statusText(name string, st, prev host.Stats, secs float64) string {
 	}
 	if st.Tasks != nil {
 		s += fmt.Sprintf(" tasks %d", len(st.Tasks))
+		if st.Repartition == host.RepartitionInProcess {
+			s += " (routed in process)"
+		}
 	}
 	if st.Watermark != nil {
 		s += " wm " + time.UnixMilli(*st.Watermark).UTC().Format("15:04:05")

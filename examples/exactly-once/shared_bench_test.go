@@ -35,17 +35,33 @@ func BenchmarkSharedByTask(b *testing.B) {
 }
 
 // BenchmarkRepartition measures what the repartition topic costs one
-// instance, exactly once, as BenchmarkSharedByTask does:
-// pipeline-repartition.yaml, whose window follows a key_by through the
-// topic, against pipeline.yaml, the same window after a key_by that
-// routes in the process (one active instance).
+// instance, exactly once, as BenchmarkSharedByTask does, with the same
+// window after a key_by on the sensor: pipeline.yaml, whose key_by says
+// repartition: false (routed in the process, one active instance, as a
+// pipeline made for one machine); in-process, pipeline-repartition.yaml
+// without its repartition line (instances share the tasks, and one that
+// owns them all routes in the process); and pipeline-repartition.yaml,
+// whose key_by always goes through the topic.
 //
 //	go test ./examples/exactly-once/ -run '^$' -bench Repartition -benchtime=1x -count=3
 func BenchmarkRepartition(b *testing.B) {
-	for _, p := range []string{"pipeline.yaml", "pipeline-repartition.yaml"} {
-		b.Run(strings.TrimSuffix(p, ".yaml"), func(b *testing.B) {
+	auto := filepath.Join(b.TempDir(), "pipeline-auto.yaml")
+	src, err := os.ReadFile("pipeline-repartition.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !strings.Contains(string(src), "    repartition: true\n") {
+		b.Fatal("pipeline-repartition.yaml's key_by says no repartition: true")
+	}
+	if err := os.WriteFile(auto, []byte(strings.Replace(string(src), "    repartition: true\n", "", 1)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct{ name, file string }{
+		{"one-active", "pipeline.yaml"}, {"in-process", auto}, {"topic", "pipeline-repartition.yaml"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
 			for range b.N {
-				sharedRun(b, 1, p)
+				sharedRun(b, 1, v.file)
 			}
 		})
 	}

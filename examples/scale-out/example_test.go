@@ -39,17 +39,20 @@ var devices = []string{"b8:27:eb:bf:9d:51", "00:0f:00:70:91:0a", "1c:bf:ce:15:ec
 type output struct{ key, value string }
 
 // TestScaleOut runs pipeline.yaml once as a single instance, for the
-// reference, and then, exactly once and at least once, as instances
-// sharing one consumer group over the same readings produced under keys
-// of their own (so every device's readings are spread over all 12
-// partitions) at a steady rate: three start; once all three read, one is
-// killed (SIGKILL) and a fourth starts (the last third of the readings
-// waits until it owns tasks); once it reads, one stops (SIGTERM). Exactly once, the shared run's read_committed output must be
-// the reference's record for record: for each device, the same sequence
-// of window sums and alerts. At least once, every record of the
-// reference must be there, and nothing else but repeats. The reference's
-// sums must be the brute-force ones, and every instance must have read
-// records.
+// reference, which routes the key_by in process, and then, exactly once
+// and at least once, as instances sharing one consumer group over the
+// same readings produced under keys of their own (so every device's
+// readings are spread over all 12 partitions) at a steady rate: three
+// start, routing through the repartition topic; once all three read, one
+// is killed (SIGKILL) and a fourth starts (the last third of the readings
+// waits until it owns tasks); once it reads, one stops (SIGTERM), and
+// then another, so that the last, alone while readings still flow,
+// applies what the topic holds for it and goes on routing in process.
+// Exactly once, the shared run's read_committed output must be the
+// reference's record for record: for each device, the same sequence of
+// window sums and alerts. At least once, every record of the reference
+// must be there, and nothing else but repeats. The reference's sums must
+// be the brute-force ones, and every instance must have read records.
 func TestScaleOut(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -97,6 +100,11 @@ func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	start("b")
 	start("c")
 	waitRead("a", "b", "c")
+	// Instances sharing the tasks send the key_by's records through the
+	// repartition topic.
+	for _, n := range []string{"a", "b", "c"} {
+		weirtest.PollUntil(t, 60*time.Second, "instance "+n+" to route through the topic", func() bool { return weirtest.Repartition(admin[n]) == "topic" })
+	}
 	if err := procs["b"].Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +119,23 @@ func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	if err := <-procs["a"].Done; err != nil {
 		t.Errorf("instance a did not stop cleanly: %v", err)
 	}
-	got := consume(t, b.Addrs(), windows, mode == "exactly_once")
-	for _, n := range []string{"c", "d"} {
-		waitRead(n)
-		procs[n].Cmd.Process.Signal(syscall.SIGTERM)
-		<-procs[n].Done
+	// Alone while the readings still flow, d first applies what the
+	// topic holds for it, its input paused, and then routes in process.
+	waitRead("c")
+	if err := procs["c"].Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
+	if err := <-procs["c"].Done; err != nil {
+		t.Errorf("instance c did not stop cleanly: %v", err)
+	}
+	got := consume(t, b.Addrs(), windows, mode == "exactly_once")
+	weirtest.PollUntil(t, 60*time.Second, "instance d, alone, to route in process", func() bool { return weirtest.Repartition(admin["d"]) == "in_process" })
+	t.Logf("instance d drained the repartition topic before routing in process: %t", procs["d"].Logged("it first applies what the repartition topic holds"))
+	procs["d"].Cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-procs["d"].Done; err != nil {
+		t.Errorf("instance d did not stop cleanly: %v", err)
+	}
+	waitRead("d")
 	for _, n := range []string{"a", "b", "c", "d"} {
 		t.Logf("instance %s read %d records", n, read[n])
 	}
@@ -171,7 +190,10 @@ func reference(t *testing.T, rs []*kgo.Record, windows int) []output {
 	done()
 	dir := t.TempDir()
 	env := append(os.Environ(), "WEIR_KAFKA_BROKERS="+strings.Join(b.Addrs(), ","), "WEIR_STATE_DIR="+filepath.Join(dir, "state"))
-	p := weirtest.Start(t, dir, "reference", env, "run", "pipeline.yaml")
+	p := weirtest.Start(t, dir, "reference", env, "run", "--admin", "127.0.0.1:0", "pipeline.yaml")
+	addr := p.AdminAddr(t)
+	// One instance owns every task: it routes the key_by in process.
+	weirtest.PollUntil(t, 60*time.Second, "the reference to route in process", func() bool { return weirtest.Repartition(addr) == "in_process" })
 	out := consume(t, b.Addrs(), windows, false)
 	p.Cmd.Process.Signal(syscall.SIGTERM)
 	if err := <-p.Done; err != nil {

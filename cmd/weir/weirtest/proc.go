@@ -92,19 +92,32 @@ func SourceRecords(addr string) int64 {
 // OwnedTasks returns the tasks the pipeline at the admin address addr says
 // it owns (/api/pipeline's stats.tasks), for a pipeline sharing its group
 // by task; nil if it cannot tell.
-func OwnedTasks(addr string) []int32 {
+func OwnedTasks(addr string) []int32 { return pipelineStats(addr).Tasks }
+
+// Repartition returns how the pipeline at the admin address addr routes
+// its key_by's records now (/api/pipeline's stats.repartition: "topic" or
+// "in_process"); "" if it cannot tell or has no repartition.
+func Repartition(addr string) string { return pipelineStats(addr).Repartition }
+
+// taskStats is the part of /api/pipeline's stats about tasks.
+type taskStats struct {
+	Tasks       []int32 `json:"tasks"`
+	Repartition string  `json:"repartition"`
+}
+
+// pipelineStats returns what the admin address addr says of its one
+// pipeline's tasks; empty if it cannot tell.
+func pipelineStats(addr string) taskStats {
 	resp, err := http.Get("http://" + addr + "/api/pipeline")
 	if err != nil {
-		return nil
+		return taskStats{}
 	}
 	defer resp.Body.Close()
 	var ps []struct {
-		Stats struct {
-			Tasks []int32 `json:"tasks"`
-		} `json:"stats"`
+		Stats taskStats `json:"stats"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&ps) != nil || len(ps) != 1 {
-		return nil
+		return taskStats{}
 	}
-	return ps[0].Stats.Tasks
+	return ps[0].Stats
 }

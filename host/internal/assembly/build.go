@@ -58,7 +58,11 @@ type Run struct {
 	// Tasks are the tasks the run owns, when the pipeline's instances
 	// share its consumer group by task; nil otherwise.
 	Tasks *kafka.Tasks
-	stops []func() // closed in reverse order
+	// RoutedInProcess says the run routes its key_by's records in
+	// process rather than through its repartition topic: its instance
+	// owns every task.
+	RoutedInProcess bool
+	stops           []func() // closed in reverse order
 }
 
 // Close releases what the run opened for itself: tables, the changelog's

@@ -7,8 +7,8 @@
 // checkpoints, each operator's step, the sinks and the dead-letter output.
 // A pipeline whose instances share its consumer group by task (tasks.go)
 // keeps its Kafka source across the runs the group's moves of tasks start
-// (Carry); one whose keyed state follows a key_by with repartition: true
-// also gets its repartition topic and the engine's Repartition
-// (repartition.go). It is given its dependencies explicitly (Deps) and never sees
+// (Carry); one whose keyed state follows a key_by also gets its
+// repartition topic, and, unless its instance owns every task and routes
+// the key_by in process, the engine's Repartition (repartition.go). It is given its dependencies explicitly (Deps) and never sees
 // the host's Pipeline.
 package assembly

@@ -3,7 +3,9 @@ package assembly
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
+	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
 )
@@ -40,13 +42,24 @@ func (b *builder) repartitionTopic(ctx context.Context) error {
 
 // repartition makes the engine's Repartition: the sink writing the
 // key_by's records to the topic, through the run's transaction when
-// exactly once.
-func (b *builder) repartition(context.Context) error {
+// exactly once; or, for a run that routes them in process (inProcess),
+// nothing, the source then leaving the topic unread.
+func (b *builder) repartition(ctx context.Context) error {
 	topic := b.repartTopic()
 	if topic == "" {
 		return nil
 	}
 	name := b.Config.Operators[b.repartAt].Name
+	log := b.Logger.With("pipeline", b.Config.Name, "key_by", name, "topic", topic)
+	rt, err := b.route(ctx, log)
+	if err != nil {
+		return fmt.Errorf("%s: repartitioning: %w", b.Config.Operators[b.repartAt].Pos, err)
+	}
+	b.Carry.source.SetRoute(rt)
+	if rt.InProcess {
+		b.run.RoutedInProcess = true
+		return nil
+	}
 	snk, err := kafka.NewRepartitionSink(kafka.RepartitionSinkConfig{
 		Sink:       kafka.SinkConfig{Name: name + " (repartition)", Client: b.cc, Topic: topic, Txn: b.txn, Logger: b.Logger},
 		Partitions: b.repartParts, Inputs: b.repartInputs,
@@ -55,10 +68,45 @@ func (b *builder) repartition(context.Context) error {
 		return fmt.Errorf("%s: repartitioning: %w", b.Config.Operators[b.repartAt].Pos, err)
 	}
 	b.run.Engine.Repartitions = []engine.Repartition{{After: b.repartAt, Topic: topic, Sink: snk}}
-	if b.resumed {
-		return nil
+	if len(b.Carry.tasks.Begun()) > 0 {
+		log.Info("the key_by's records go through the repartition topic: the pipeline's instances share the keyed state after it by task",
+			"partitions", b.repartParts, "tasks", b.Carry.tasks.Begun())
 	}
-	b.Logger.Info("the pipeline repartitions after a key_by: its instances share the keyed state after it by task", "pipeline", b.Config.Name,
-		"key_by", name, "topic", topic, "partitions", b.repartParts)
 	return nil
+}
+
+// route decides how the run treats its repartition topic: an instance
+// that owns every partition of the input and of the topic routes the
+// key_by's records in process, as one instance alone does, unless the
+// key_by says repartition: true, or records are left in the topic
+// (kafka.InProcessUnread); then, if the topic's records are all that
+// stands in the way, the run reads them alone, the input paused, and
+// stops once it has (Carry.Drained), so that the next may route in
+// process.
+func (b *builder) route(ctx context.Context, log *slog.Logger) (kafka.Route, error) {
+	if b.Config.Operators[b.repartAt].Repartition == config.RepartitionAlways || !b.Carry.tasks.HoldsAll(b.repartParts, b.repartInputs) {
+		return kafka.Route{}, nil
+	}
+	src := &b.Config.Sources[0]
+	chk := kafka.InProcessCheck{Client: b.cc, Group: src.Group, Topic: b.repartTopic(), Input: src.Topics[0],
+		Partitions: b.repartParts, ExactlyOnce: b.txn != nil, Logger: b.Logger}
+	if ck := b.run.Engine.Checkpointing; ck != nil && ck.Restore != nil && len(ck.Restore.Sources) > 0 {
+		chk.Snapshot = ck.Restore.Sources[0].Snapshot
+	}
+	un, err := kafka.InProcessUnread(ctx, chk)
+	switch {
+	case err != nil:
+		return kafka.Route{}, err
+	case un.Records != nil:
+		log.Info("this instance owns every task: it first applies what the repartition topic holds, its input paused, and then routes the key_by's records in process: "+un.Why,
+			"partitions", b.repartParts)
+		return kafka.Route{Drain: un.Records, Drained: b.Carry.drain(b.StopRun)}, nil
+	case un.Why != "":
+		log.Info("this instance owns every task, but the key_by's records go through the repartition topic for this run: "+un.Why,
+			"partitions", b.repartParts)
+		return kafka.Route{}, nil
+	}
+	log.Info("this instance owns every task: the key_by's records are routed in process, not through the repartition topic, until the group moves tasks",
+		"partitions", b.repartParts)
+	return kafka.Route{InProcess: true, Tasks: b.repartParts, Inputs: b.repartInputs}, nil
 }

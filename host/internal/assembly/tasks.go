@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/kafka"
@@ -18,8 +19,25 @@ import (
 // it owns. The zero Carry is empty; a pipeline makes one for all its runs
 // and closes it when it stops. It is used by one goroutine at a time.
 type Carry struct {
-	source *kafka.Source
-	tasks  *kafka.Tasks
+	source  *kafka.Source
+	tasks   *kafka.Tasks
+	drained atomic.Bool // the run stopped having drained its repartition topic
+}
+
+// Drained reports whether the last run stopped because it had read what
+// its repartition topic held, so that the next routes in process; it
+// forgets it.
+func (c *Carry) Drained() bool { return c != nil && c.drained.Swap(false) }
+
+// drain returns what a run draining its repartition topic calls once it
+// has: it notes it, and stops the run with stop.
+func (c *Carry) drain(stop func()) func() {
+	return func() {
+		c.drained.Store(true)
+		if stop != nil {
+			stop()
+		}
+	}
 }
 
 // Moved reports whether the group moved tasks to or from the instance
@@ -58,9 +76,11 @@ func (keptSource) Close() error { return nil }
 // sharesByTask reports whether the pipeline's instances share their
 // consumer group by task, and if not, why (for the log): it keeps keyed
 // state, takes checkpoints (the changelog is how a task moves), reads one
-// Kafka topic and nothing else, and keeps its keyed state either before
-// any key_by, where keys are still the input's and so in their tasks'
-// partitions, or after one key_by, which then repartitions
+// Kafka topic and nothing else, unbounded, writes no file exactly once (a
+// file is cut back to its checkpoint at a restart, on its machine), and
+// keeps its keyed state either before any key_by, where keys are still
+// the input's and so in their tasks' partitions, or after one key_by,
+// which then repartitions unless it says repartition: false
 // (repartitionPoint). Other keyed pipelines run one active instance, the
 // others waiting as standbys.
 func (b *builder) sharesByTask() (bool, string) {
@@ -74,11 +94,27 @@ func (b *builder) sharesByTask() (bool, string) {
 		return false, "it reads from more than one source, or not from Kafka"
 	case len(cfg.Sources[0].Topics) != 1:
 		return false, "its Kafka source reads more than one topic, or a topic pattern"
+	case cfg.Sources[0].StopAt == config.StopAtLatest:
+		return false, "it stops at the input's end offsets (stop_at: latest), which an instance given tasks later would not know"
+	case exactFiles(cfg):
+		return false, "it writes files exactly once, cut back at a restart to its last checkpoint, and a file stays on one machine"
 	}
 	if _, why := repartitionPoint(cfg, b.Ops); why != "" {
 		return false, why
 	}
 	return true, ""
+}
+
+// exactFiles reports whether the pipeline writes a file, or dead letters
+// to one, exactly once.
+func exactFiles(cfg *config.Pipeline) bool {
+	if cfg.Checkpoints.Delivery != config.ExactlyOnce {
+		return false
+	}
+	if cfg.DeadLetter.Type == config.DeadLetterFile {
+		return true
+	}
+	return slices.ContainsFunc(cfg.Sinks, func(s config.Sink) bool { return s.Type == config.SinkFile })
 }
 
 // repartitionPoint returns the key_by whose records go through a
@@ -98,9 +134,8 @@ func repartitionPoint(cfg *config.Pipeline, ops []operator.Operator) (at int, wh
 			at = i
 		}
 	}
-	if at >= 0 && !cfg.Operators[at].Repartition {
-		return -1, fmt.Sprintf("operator %q keeps keyed state after key_by %q, whose keys are not in their tasks' input partitions; "+
-			"set repartition: true on the key_by to share it by task through a repartition topic", cfg.Operators[first].Name, cfg.Operators[at].Name)
+	if at >= 0 && cfg.Operators[at].Repartition == config.RepartitionNever {
+		return -1, fmt.Sprintf("operator %q keeps keyed state after key_by %q, which has repartition: false", cfg.Operators[first].Name, cfg.Operators[at].Name)
 	}
 	for i := range max(at, 0) {
 		if cfg.Operators[i].Type == config.OperatorKeyBy {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -106,13 +107,23 @@ func taskBase(own *engine.Checkpoint, byTask map[int32]*engine.Checkpoint) *engi
 		cps = append(cps, byTask[p])
 	}
 	tmpl := cps[0]
-	out := &engine.Checkpoint{Epoch: tmpl.Epoch, Watermark: tmpl.Watermark, Entries: slices.Clone(tmpl.Entries)}
-	for _, cp := range cps[1:] {
+	out := &engine.Checkpoint{Epoch: tmpl.Epoch, Watermark: tmpl.Watermark}
+	n := 0
+	for _, cp := range cps {
 		out.Watermark = min(out.Watermark, cp.Watermark)
-		for j := range out.Entries {
+		n = max(n, len(cp.Entries))
+	}
+	out.Entries = make([]int64, n)
+	for j := range out.Entries {
+		out.Entries[j] = math.MaxInt64
+		for _, cp := range cps {
+			// A checkpoint taken while the key_by was routed in process
+			// has no watermark after it: the whole chain's stands.
+			wm := cp.Watermark
 			if j < len(cp.Entries) {
-				out.Entries[j] = min(out.Entries[j], cp.Entries[j])
+				wm = cp.Entries[j]
 			}
+			out.Entries[j] = min(out.Entries[j], wm)
 		}
 	}
 	if own != nil {

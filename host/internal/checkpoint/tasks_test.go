@@ -159,3 +159,56 @@ func TestKeptMarkers(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskCheckpointAcrossRouting checks the watermarks a run continues
+// from when some of its tasks' checkpoints were taken routing the key_by
+// in process (no watermark after the repartition: the whole chain's
+// stands) and others through the topic (one after it, behind the one
+// before): the watermark after the repartition is the least over both.
+func TestTaskCheckpointAcrossRouting(t *testing.T) {
+	withEntries := func(b []byte, entries ...int64) []byte {
+		cp, err := engine.UnmarshalCheckpoint(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.Entries = entries
+		out, err := cp.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	inProcess := taskCP(t, 9, 1000, map[int32]int64{0: 50, 1: 60})
+	for _, tc := range []struct {
+		name    string
+		own     []byte
+		markers map[int32][]byte
+		wm      int64
+		entries []int64
+	}{
+		{name: "in process only", own: inProcess, wm: 1000},
+		{name: "through the topic only", own: withEntries(inProcess, 700), wm: 1000, entries: []int64{700}},
+		{name: "in process, a task through the topic behind", own: inProcess,
+			markers: map[int32][]byte{1: withEntries(taskCP(t, 10, 1200, map[int32]int64{1: 70}), 600)}, wm: 1000, entries: []int64{600}},
+		{name: "through the topic, a task in process behind", own: withEntries(inProcess, 900),
+			markers: map[int32][]byte{1: taskCP(t, 10, 400, map[int32]int64{1: 70})}, wm: 400, entries: []int64{400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			markers := make([][]byte, 2)
+			for p, m := range tc.markers {
+				markers[p] = m
+			}
+			b, err := taskCheckpoint(tc.own, markers, []int32{0, 1}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp, err := engine.UnmarshalCheckpoint(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Watermark != tc.wm || !slices.Equal(cp.Entries, tc.entries) {
+				t.Errorf("watermark %d, after the repartition %v; want %d and %v", cp.Watermark, cp.Entries, tc.wm, tc.entries)
+			}
+		})
+	}
+}

@@ -166,7 +166,7 @@ func TestParseValidPipeline(t *testing.T) {
 		t.Fatalf("%d operators", len(p.Operators))
 	}
 	byID, detect, double := p.Operators[0], p.Operators[1], p.Operators[2]
-	if byID.Type != OperatorKeyBy || byID.Field != "meta.id" || strings.Join(byID.KeyPath, "|") != "meta|id" || !byID.Repartition {
+	if byID.Type != OperatorKeyBy || byID.Field != "meta.id" || strings.Join(byID.KeyPath, "|") != "meta|id" || byID.Repartition != RepartitionAlways {
 		t.Errorf("by-id = %+v", byID)
 	}
 	if detect.Plugin != filepath.Join(dir, "plugins", "anomaly") || detect.PluginKind != PluginSource {
@@ -1045,5 +1045,30 @@ func TestPosString(t *testing.T) {
 	err := Pos{File: "p.yaml", Line: 1, Col: 2}.Errorf(`operators[0] "x".plugin`, "bad %d", 7)
 	if err.Error() != `p.yaml:1:2: operators[0] "x".plugin: bad 7` {
 		t.Errorf("Errorf = %q", err)
+	}
+}
+
+// TestKeyByRepartition checks a key_by's repartition setting: unset, the
+// runtime decides (through the topic while instances share the tasks, in
+// process for one alone); true, always through the topic; false, never.
+func TestKeyByRepartition(t *testing.T) {
+	for _, tc := range []struct {
+		name, line string
+		want       RepartitionMode
+	}{
+		{name: "unset", want: RepartitionAuto},
+		{name: "true", line: ", repartition: true", want: RepartitionAlways},
+		{name: "false", line: ", repartition: false", want: RepartitionNever},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "name: p\nsources: [{name: in, type: stdin}]\noperators:\n  - {name: k, type: key_by, field: x" + tc.line + "}\nsinks: [{name: out, type: stdout}]\n"
+			p, err := Parse("pipeline.yaml", []byte(doc), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Operators[0].Repartition; got != tc.want {
+				t.Errorf("repartition %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -465,7 +465,7 @@ func (d *decoder) operator(n *yaml.Node, i int, engineBatch int) (Operator, bool
 		}
 		d.keyFields(o, &op)
 		if v, st := o.bool("repartition"); st == good {
-			op.Repartition = v
+			op.Repartition = map[bool]RepartitionMode{true: RepartitionAlways, false: RepartitionNever}[v]
 		}
 	case op.Type.IsPlugin():
 		op.BatchSize = engineBatch

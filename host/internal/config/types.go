@@ -401,11 +401,10 @@ type Operator struct {
 	// (key_by's fields: source name → field path), so that a join's sides
 	// are keyed by their own fields.
 	SourceKeyPaths map[string][]string
-	// Repartition sends the key_by's records through a Kafka topic, so
+	// Repartition says when the key_by's records cross a Kafka topic, so
 	// that the instances of a pipeline sharing its consumer group share
-	// the keyed state after it by task; without it a pipeline with keyed
-	// state after a key_by runs one active instance.
-	Repartition bool
+	// the keyed state after it by task (see RepartitionMode).
+	Repartition RepartitionMode
 
 	// map, flat_map, filter
 	Plugin     string     // absolute path of the plugin (.wasm file or Go source directory)
@@ -521,3 +520,20 @@ func OperatorTypes() []OperatorType {
 	}
 	return out
 }
+
+// RepartitionMode is a key_by's repartition setting: whether the records
+// it keys, when keyed state follows, cross a repartition topic.
+type RepartitionMode uint8
+
+const (
+	// RepartitionAuto (repartition unset): through the topic while the
+	// instance shares the pipeline's tasks with others, in process while
+	// it owns every task and the topic holds nothing unread.
+	RepartitionAuto RepartitionMode = iota
+	// RepartitionAlways (repartition: true): always through the topic,
+	// even for an instance that owns every task.
+	RepartitionAlways
+	// RepartitionNever (repartition: false): never; the keyed state after
+	// the key_by is then one instance's, others waiting as standbys.
+	RepartitionNever
+)

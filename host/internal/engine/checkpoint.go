@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -105,6 +106,40 @@ func UnmarshalCheckpoint(b []byte) (*Checkpoint, error) {
 type Snapshotter interface {
 	Snapshot() (json.RawMessage, error)
 	Restore(snapshot json.RawMessage) error
+}
+
+// WatermarkSnapshotter is a Snapshotter that also keeps how far its
+// partitions were in event time: the engine calls SnapshotWatermarks just
+// before each Snapshot, with the watermark of every partition of the
+// sources that has shown a record (as a RepartitionSink's Watermark gets
+// them), on the same goroutine. parts must not be changed.
+type WatermarkSnapshotter interface {
+	Snapshotter
+	SnapshotWatermarks(parts []PartitionWatermark)
+}
+
+// Fit reshapes cp, taken with or without repartitions, for a run with
+// repartitions of them, so that a pipeline may continue across a switch
+// between routing a key_by through its topic and in process: without
+// repartitions, the watermark becomes the least of the checkpoint's
+// before and after them (the operators after one were given the one
+// after it) and the repartitions' event time is dropped; with them, a
+// checkpoint taken without gives the part after each repartition the
+// watermark of the whole chain. It changes cp.
+func (cp *Checkpoint) Fit(repartitions, sources int) {
+	if repartitions == 0 {
+		for _, wm := range cp.Entries {
+			cp.Watermark = min(cp.Watermark, wm)
+		}
+		cp.Entries = nil
+		if len(cp.Times) > sources {
+			cp.Times = cp.Times[:sources]
+		}
+		return
+	}
+	if len(cp.Entries) == 0 {
+		cp.Entries = slices.Repeat([]int64{cp.Watermark}, repartitions)
+	}
 }
 
 // Replayable is a source that hands out the same records in the same order
@@ -426,12 +461,15 @@ func (p *Pipeline) restoreSources(cp *Checkpoint, outs []*Out) error {
 	return p.restoreOutputs(cp)
 }
 
-// snapshotSources records where every source is. The sources are paused
-// at a barrier or have ended.
-func (p *Pipeline) snapshotSources(outs []*Out) ([]SourceCheckpoint, error) {
+// snapshotSources records where every source is, given the partitions'
+// watermarks. The sources are paused at a barrier or have ended.
+func (p *Pipeline) snapshotSources(outs []*Out, parts *inputTimes) ([]SourceCheckpoint, error) {
 	scs := make([]SourceCheckpoint, len(p.Sources))
 	for i, s := range p.Sources {
 		scs[i].Name = s.Name()
+		if ws, ok := s.(WatermarkSnapshotter); ok {
+			ws.SnapshotWatermarks(parts.parts)
+		}
 		if sn, ok := s.(Snapshotter); ok {
 			snap, err := sn.Snapshot()
 			if err != nil {

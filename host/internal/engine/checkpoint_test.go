@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -331,5 +332,45 @@ func TestCheckpointMarshal(t *testing.T) {
 	}
 	if _, err := UnmarshalCheckpoint([]byte("{")); err == nil {
 		t.Fatal("decoding garbage succeeded")
+	}
+}
+
+// TestCheckpointFit checks a checkpoint reshaped for a run routing its
+// key_by through a repartition or in process, whichever it was taken
+// with: without repartitions, the least of the watermarks before and
+// after one, and no event time of its topic; with them, a checkpoint
+// taken without gives the part after the repartition the whole chain's
+// watermark.
+func TestCheckpointFit(t *testing.T) {
+	src := SourceTimeCheckpoint{Held: 90, MaxSeen: 200}
+	topic := SourceTimeCheckpoint{Held: 40, MaxSeen: 60}
+	for _, tc := range []struct {
+		name         string
+		cp, want     Checkpoint
+		repartitions int
+	}{
+		{name: "through the topic, then in process", repartitions: 0,
+			cp:   Checkpoint{Watermark: 100, Entries: []int64{50}, Times: []SourceTimeCheckpoint{src, topic}},
+			want: Checkpoint{Watermark: 50, Times: []SourceTimeCheckpoint{src}}},
+		{name: "in process, then through the topic", repartitions: 1,
+			cp:   Checkpoint{Watermark: 100, Times: []SourceTimeCheckpoint{src}},
+			want: Checkpoint{Watermark: 100, Entries: []int64{100}, Times: []SourceTimeCheckpoint{src}}},
+		{name: "through the topic both times", repartitions: 1,
+			cp:   Checkpoint{Watermark: 100, Entries: []int64{50}, Times: []SourceTimeCheckpoint{src, topic}},
+			want: Checkpoint{Watermark: 100, Entries: []int64{50}, Times: []SourceTimeCheckpoint{src, topic}}},
+		{name: "in process both times", repartitions: 0,
+			cp:   Checkpoint{Watermark: 100, Times: []SourceTimeCheckpoint{src}},
+			want: Checkpoint{Watermark: 100, Times: []SourceTimeCheckpoint{src}}},
+		{name: "no watermark yet after the topic", repartitions: 0,
+			cp:   Checkpoint{Watermark: 100, Entries: []int64{NoWatermark}, Times: []SourceTimeCheckpoint{src, topic}},
+			want: Checkpoint{Watermark: NoWatermark, Times: []SourceTimeCheckpoint{src}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := tc.cp
+			cp.Fit(tc.repartitions, 1)
+			if !reflect.DeepEqual(cp, tc.want) {
+				t.Errorf("fitted %+v, want %+v", cp, tc.want)
+			}
+		})
 	}
 }

@@ -64,6 +64,11 @@
 // and the sink loop writes, for each partition, the least its workers
 // handed on (RepartitionSink.Watermark).
 //
+// A run without the Repartition routes the same key_by in process; its
+// checkpoint restores into a run with it and back (Checkpoint.Fit), and a
+// WatermarkSnapshotter source is handed the partitions' watermarks at
+// each snapshot, to keep what a run through the topic would have written.
+//
 // # Checkpoints
 //
 // With Pipeline.Checkpointing a run takes consistent checkpoints by an

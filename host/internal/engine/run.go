@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,8 +68,11 @@ func (p *Pipeline) newRunner(ctx context.Context, st *runStats) *runner {
 	if r.depth <= 0 {
 		r.depth = 4
 	}
-	if r.ck != nil {
-		r.restore = r.ck.Restore
+	if r.ck != nil && r.ck.Restore != nil {
+		cp := *r.ck.Restore
+		cp.Entries, cp.Times = slices.Clone(cp.Entries), slices.Clone(cp.Times)
+		cp.Fit(len(p.Repartitions), len(p.Sources))
+		r.restore = &cp
 	}
 	r.hard, r.fail = context.WithCancelCause(context.WithoutCancel(ctx))
 	return r

@@ -2,7 +2,9 @@
 // that consumes in a group and commits only what the sinks acknowledged
 // (and, for a pipeline with keyed state, shares the group by task: Tasks),
 // the changelog, a producing sink and dead-letter output, a repartition
-// topic's sink and reading (repartition.go), transactions, an
+// topic's sink and reading (repartition.go) and, for an instance owning
+// every task, the check and the run routing around it in process
+// (repartition_route.go), transactions, an
 // embedded broker (kfake) for pipelines that name no brokers, and the
 // console tools behind weir produce and weir consume.
 package kafka

@@ -294,6 +294,17 @@ type Source struct {
 	gate         *restoreGate
 	tasks        *Tasks // SourceConfig.Tasks
 	repartition  string // SourceConfig.Repartition
+	// routeParts and routeInputs are, for a run routing a repartition in
+	// process (RouteInProcess), the repartition topic's partitions and
+	// the input's, and routeWMs the input partitions' watermarks at the
+	// checkpoint being taken; guarded by mu.
+	routeParts, routeInputs int32
+	routeWMs                []engine.PartitionWatermark
+	// drainLeft and drained are a draining run's (Route.Drain); guarded
+	// by mu.
+	drainLeft  map[int32]int
+	drained    func()
+	drainUntil time.Time
 	// resetOffset is where a partition without a committed offset starts
 	// (SourceConfig.Start); a repartition topic's start at the beginning.
 	resetOffset kgo.Offset
@@ -638,6 +649,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	if err := r.finish(); err != nil {
 		return true, err
 	}
+	s.noteDrained(fs)
 	if r.ends.done() {
 		s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
 		return true, nil
@@ -656,6 +668,11 @@ func (r *sourceRun) takeAssignment() error {
 	announce := s.assigned
 	s.assigned = nil
 	notSole := s.notSole
+	if s.routeParts > 0 {
+		// Routing in process, the repartition topic is not read: its
+		// partitions hold no event time back.
+		announce = slices.DeleteFunc(announce, func(tp srcTP) bool { return tp.topic == s.repartition })
+	}
 	s.mu.Unlock()
 	if notSole != nil {
 		s.cl.AllowRebalance()

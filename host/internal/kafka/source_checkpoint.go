@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ engine.Snapshotter        = (*Source)(nil)
-	_ engine.CheckpointListener = (*Source)(nil)
+	_ engine.Snapshotter          = (*Source)(nil)
+	_ engine.CheckpointListener   = (*Source)(nil)
+	_ engine.WatermarkSnapshotter = (*Source)(nil)
 )
 
 // sourceSnapshot is a Source's checkpoint: per topic and partition, the
@@ -44,6 +45,9 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 		if p.owned && p.commit.Offset >= 0 {
 			put(tp, p.commit.Offset)
 		}
+	}
+	if s.routeParts > 0 {
+		s.inProcessTables()
 	}
 	if len(s.upstream) > 0 {
 		if snap[s.repartition] == nil {
@@ -281,7 +285,7 @@ func AddTaskSnapshot(into, from json.RawMessage, topic string, p int32) (json.Ra
 }
 
 // SnapshotCovers reports whether a Source snapshot holds an offset for
-// partition p of topic ("": of some topic).
+// partition p of topic ("": of some topic), or its upstream tables.
 func SnapshotCovers(snapshot json.RawMessage, topic string, p int32) bool {
 	var snap sourceSnapshot
 	if len(snapshot) == 0 || json.Unmarshal(snapshot, &snap) != nil {
@@ -289,7 +293,15 @@ func SnapshotCovers(snapshot json.RawMessage, topic string, p int32) bool {
 	}
 	key := strconv.Itoa(int(p))
 	for t, parts := range snap {
-		if _, ok := parts[key]; ok && (topic == "" || t == topic) {
+		if topic != "" && t != topic {
+			continue
+		}
+		if _, ok := parts[key]; ok {
+			return true
+		}
+		// A partition of a repartition topic that a run routing in
+		// process kept the upstream tables of (inProcessTables).
+		if _, ok := parts[upstreamKey(p, "of")]; ok {
 			return true
 		}
 	}

@@ -180,6 +180,28 @@ func (t *Tasks) Count() int {
 	return t.count
 }
 
+// HoldsAll reports whether the run begun owns every one of the tasks
+// (partitions of the tasks' topic) and of the inputs (partitions of the
+// source's other topic): its instance alone reads the pipeline.
+func (t *Tasks) HoldsAll(tasks, inputs int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return holdsAll(t.begun, tasks) && holdsAll(t.begunInputs, inputs)
+}
+
+// holdsAll reports whether the sorted set ps is 0 to n-1.
+func holdsAll(ps []int32, n int32) bool {
+	if len(ps) != int(n) {
+		return false
+	}
+	for i, p := range ps {
+		if p != int32(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // moveTo records that the instance owns held now, and inputs of the
 // source's other topics, waiting, at least once, while a checkpoint holds
 // the set, and reports whether that is a change.

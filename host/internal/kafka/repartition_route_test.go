@@ -1,0 +1,149 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestInProcessUnread checks what keeps a run owning every task from
+// routing in process: the data records of the repartition topic after
+// where the run would resume each partition (the group's offsets, or
+// at least once the restored checkpoint's), not its watermark records,
+// transaction markers or records of a transaction still open; and
+// upstream tables that applied an input partition past the group's
+// offset, which no count of records can resolve.
+func TestInProcessUnread(t *testing.T) {
+	br, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 3, "rp": 3}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	ctx := context.Background()
+	cc := ClientConfig{Brokers: br.Addrs()}
+	check := func(exactly bool, snap map[string]map[string]int64) Unread {
+		t.Helper()
+		b, _ := json.Marshal(snap)
+		un, err := InProcessUnread(ctx, InProcessCheck{Client: cc, Group: "g", Topic: "rp", Input: "in", Partitions: 3, ExactlyOnce: exactly, Snapshot: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return un
+	}
+	if un := check(false, nil); un.Why != "" || un.Records != nil {
+		t.Fatalf("an empty topic: %+v, want nothing in the way", un)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.DefaultProduceTopic("rp"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	wm := []kgo.RecordHeader{{Key: RepartitionWatermarkHeader, Value: []byte(`{}`)}}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: 0, Value: []byte("a")}, &kgo.Record{Partition: 0, Value: []byte("b")},
+		&kgo.Record{Partition: 0, Headers: wm}, &kgo.Record{Partition: 1, Headers: wm}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn := func(commit bool, recs ...*kgo.Record) {
+		t.Helper()
+		id := "committed"
+		if !commit {
+			id = "open"
+		}
+		tc, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.DefaultProduceTopic("rp"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tc.Close)
+		if err := tc.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tc.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	txn(true, &kgo.Record{Partition: 2, Value: []byte("c")}, &kgo.Record{Partition: 2, Value: []byte("d")}, &kgo.Record{Partition: 2, Value: []byte("e")})
+	txn(false, &kgo.Record{Partition: 1, Value: []byte("not yet")})
+
+	if un := check(false, nil); !maps.Equal(un.Records, map[int32]int{0: 2, 2: 3}) || un.Why == "" {
+		t.Errorf("no offsets committed: %+v, want 2 records of partition 0 and 3 of partition 2", un)
+	}
+	adm := kadm.NewClient(cl)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "rp", Partition: 0, At: 2, LeaderEpoch: -1})
+	offs.Add(kadm.Offset{Topic: "in", Partition: 1, At: 5, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "g", offs); err != nil {
+		t.Fatal(err)
+	}
+	if un := check(true, nil); !maps.Equal(un.Records, map[int32]int{2: 3}) {
+		t.Errorf("partition 0 read up to its watermark record: %+v, want only partition 2's 3 records", un)
+	}
+	past := map[string]map[string]int64{"rp": {"2": 99}}
+	if un := check(false, past); un.Why != "" || un.Records != nil {
+		t.Errorf("at least once, partition 2 restored past its end: %+v, want nothing in the way", un)
+	}
+	if un := check(true, past); !maps.Equal(un.Records, map[int32]int{2: 3}) {
+		t.Errorf("exactly once, where the checkpoint says the group's offsets stand: %+v, want partition 2's 3 records", un)
+	}
+	ahead := map[string]map[string]int64{"rp": {"2": 99, "0": 2, "0:of": 3, "0:1.o": 5, "0:1.i": 0}}
+	if un := check(false, ahead); un.Why == "" || un.Records != nil {
+		t.Errorf("input partition 1 applied at the group's offset: %+v, want a reason and no records to drain", un)
+	}
+	ahead["rp"]["0:1.o"] = 4
+	if un := check(false, ahead); un.Why != "" {
+		t.Errorf("input partition 1 applied before the group's offset: %+v, want nothing in the way", un)
+	}
+	ahead["rp"]["1:2.o"] = 0 // input partition 2 has no offset in the group
+	if un := check(false, ahead); un.Why == "" {
+		t.Error("an input partition applied that the group has no offset for: nothing in the way, want a reason")
+	}
+}
+
+// TestSnapshotCoversTables checks that a partition of a repartition topic
+// whose upstream tables a run routing in process kept counts as
+// checkpointed, as one with an offset does.
+func TestSnapshotCoversTables(t *testing.T) {
+	snap, _ := json.Marshal(map[string]map[string]int64{"rp": {"0": 7, "1:of": 3, "1:0.o": 4}, "in": {"2": 9}})
+	for _, tc := range []struct {
+		topic string
+		p     int32
+		want  bool
+	}{{"rp", 0, true}, {"rp", 1, true}, {"rp", 2, false}, {"in", 2, true}, {"in", 1, false}, {"", 1, true}, {"", 3, false}} {
+		if got := SnapshotCovers(snap, tc.topic, tc.p); got != tc.want {
+			t.Errorf("SnapshotCovers(%q, %d) = %t, want %t", tc.topic, tc.p, got, tc.want)
+		}
+	}
+}
+
+// TestHoldsAll checks when a run owns every task and input partition.
+func TestHoldsAll(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		owned, inputs []int32
+		want          bool
+	}{
+		{name: "all", owned: []int32{0, 1, 2}, inputs: []int32{0, 1}, want: true},
+		{name: "a task missing", owned: []int32{0, 2}, inputs: []int32{0, 1}},
+		{name: "an input missing", owned: []int32{0, 1, 2}, inputs: []int32{1}},
+		{name: "none", owned: nil, inputs: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := NewTasks(false)
+			ts.moveTo(tc.owned, tc.inputs)
+			ts.Begin()
+			if got := ts.HoldsAll(3, 2); got != tc.want {
+				t.Errorf("HoldsAll = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
