@@ -77,6 +77,7 @@ type Changelog struct {
 	owned bool // cl is the changelog's own, closed by Close
 	txn   *Txn // the transaction whose client cl is, or nil
 	log   *slog.Logger
+	cc    ClientConfig
 }
 
 // NewChangelog returns a changelog on topic, writing with an idempotent
@@ -88,7 +89,7 @@ func NewChangelog(cc ClientConfig, topic string, txn *Txn, log *slog.Logger) (*C
 	if p := snkTopicProblem([]byte(topic)); p != "" {
 		return nil, fmt.Errorf("changelog topic %q %s", topic, p)
 	}
-	c := &Changelog{topic: topic, parts: 1, log: log}
+	c := &Changelog{topic: topic, parts: 1, log: log, cc: cc}
 	if txn != nil {
 		if txn.manual == nil {
 			return nil, errors.New("changelog: the transaction's client cannot place records by task")
@@ -124,7 +125,19 @@ func (c *Changelog) Partitions() int { return c.parts }
 // no inputs, one partition). An existing topic keeps its partitions:
 // they are the run's tasks.
 func (c *Changelog) EnsureTopic(ctx context.Context, inputs []string) error {
-	adm := kadm.NewClient(c.cl)
+	// A client of its own: the transaction's outlives the runs of a
+	// pipeline sharing its group by task, and its metadata, cached for
+	// seconds, may not show a topic made since.
+	opts, err := c.cc.Opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.WithLogger(newKgoLogger(c.log)))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	parts, err := topicPartitions(ctx, adm, c.topic)
 	if err != nil {
 		return fmt.Errorf("changelog: describing topic %q: %w", c.topic, err)
