@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -183,6 +184,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			}
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
+			su.Tasks.SetWarm(slices.Collect(maps.Keys(meta.TaskMarkers)))
 		} else {
 			res, err = r.replay(ctx, &meta)
 		}
@@ -419,6 +421,9 @@ func (ck *Coordinator) keepMarker(p int32, m []byte) {
 		ck.taskMarkers = map[int32]json.RawMessage{}
 	}
 	ck.taskMarkers[p] = m
+	if ck.Tasks != nil {
+		ck.Tasks.SetWarm(slices.Collect(maps.Keys(ck.taskMarkers)))
+	}
 }
 
 // Commit is engine.Checkpointing.Commit. Without a changelog the store

@@ -513,6 +513,9 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		s.topics = topics
 		opts = append(opts, kgo.ConsumeTopics(topics...))
 	}
+	if cfg.Tasks != nil && s.tasksTopic() != "" {
+		opts = append(opts, kgo.Balancers(newTaskBalancer(cfg.Tasks, s.tasksTopic()), kgo.CooperativeStickyBalancer()))
+	}
 	if cfg.Txn != nil {
 		manual := &manualTopics{}
 		topts, err := txnOpts(cfg.Client, cfg.Txn, manual, s.log)

@@ -59,6 +59,24 @@ type Tasks struct {
 	lost                bool   // a task or input of the run's is no longer owned
 	count               int    // the tasks in all: the changelog's partitions
 	stop                func() // ends the run as a stop does, when it only gained tasks
+	warm                []int32
+}
+
+// SetWarm records the tasks not owned whose state the instance's store
+// holds a copy of (standby replicas, tasks owned before): the group's
+// balancer places tasks that lost their owner on such copies where it can
+// (taskBalancer).
+func (t *Tasks) SetWarm(tasks []int32) {
+	t.mu.Lock()
+	t.warm = slices.Sorted(slices.Values(tasks))
+	t.mu.Unlock()
+}
+
+// Warm returns what SetWarm last recorded.
+func (t *Tasks) Warm() []int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.warm)
 }
 
 // NewTasks returns an empty set, for a run delivering exactly once or
@@ -229,11 +247,14 @@ func (t *Tasks) moveTo(held, inputs []int32) bool {
 
 // StandbyTasks returns the tasks this member of the source's group keeps
 // warm copies of with replicas standby replicas: the members, ordered by
-// instance id (or member id), form a ring, and each task's standbys are
-// the replicas members after its owner. It asks the group's coordinator.
-// The group's assignor knows nothing of standbys, so a task that moves
-// may go to a member that is not its standby; that member then replays
-// the task's whole changelog partition.
+// instance id (or member id), form a ring, and the j-th task of an owner
+// has its standbys on the replicas members from the (1+j)-th after it,
+// round the others, so that a member's tasks have their copies spread
+// over the other members. It asks the group's coordinator. When a member
+// dies, the group's balancer splits its tasks over the others and places
+// each on a member holding its copy where a swap can (taskBalancer); a
+// task that lands elsewhere is replayed from its whole changelog
+// partition.
 func (s *Source) StandbyTasks(ctx context.Context, replicas int) ([]int32, error) {
 	memberID, _ := s.cl.GroupMetadata()
 	ms, err := s.groupMembers(ctx)
@@ -313,11 +334,24 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 	if me < 0 {
 		return nil
 	}
+	others := len(ms) - 1
+	replicas = min(replicas, others)
 	var out []int32
 	for i, m := range ms {
 		ahead := (me - i + len(ms)) % len(ms) // how far this member is after the owner
-		if ahead > 0 && ahead <= replicas {
-			out = append(out, m.tasks...)
+		if ahead == 0 {
+			continue
+		}
+		tasks := slices.Sorted(slices.Values(m.tasks))
+		for j, t := range tasks {
+			// The owner's j-th task has its copies on the members
+			// 1+j, …, replicas+j after it (round the others), so that
+			// the tasks of a member that dies are spread over the
+			// others, which the balancer then gives them to
+			// (placeOnCopies).
+			if (ahead-1-j%others+others)%others < replicas {
+				out = append(out, t)
+			}
 		}
 	}
 	slices.Sort(out)

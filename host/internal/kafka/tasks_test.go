@@ -118,8 +118,8 @@ func TestStandbyTasks(t *testing.T) {
 		replicas int
 		want     []int32
 	}{
-		{"one replica: a's standbys are b's", "m-b", 1, []int32{0, 3}},
-		{"one replica, round the ring", "m-a", 1, []int32{2, 5}},
+		{"one replica: a's first task and c's second on b", "m-b", 1, []int32{0, 5}},
+		{"one replica, round the ring: c's first task and b's second on a", "m-a", 1, []int32{2, 4}},
 		{"two replicas: everything but its own", "m-a", 2, []int32{1, 2, 4, 5}},
 		{"more replicas than members", "m-c", 5, []int32{0, 1, 3, 4}},
 		{"not a member", "m-x", 1, nil},
