@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"time"
 
@@ -180,11 +179,10 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			su.Tasks.SetCount(cl.Partitions())
 			ck.Tasks = su.Tasks
 			if su.StandbyTasks != nil {
-				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks}
+				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
-			su.Tasks.SetWarm(slices.Collect(maps.Keys(meta.TaskMarkers)))
 		} else {
 			res, err = r.replay(ctx, &meta)
 		}
@@ -421,9 +419,6 @@ func (ck *Coordinator) keepMarker(p int32, m []byte) {
 		ck.taskMarkers = map[int32]json.RawMessage{}
 	}
 	ck.taskMarkers[p] = m
-	if ck.Tasks != nil {
-		ck.Tasks.SetWarm(slices.Collect(maps.Keys(ck.taskMarkers)))
-	}
 }
 
 // Commit is engine.Checkpointing.Commit. Without a changelog the store

@@ -281,7 +281,11 @@ const standbyEvery = time.Second
 type standbys struct {
 	r     restorer
 	tasks func(context.Context) ([]int32, error) // the run's standby tasks now
-	last  time.Time
+	// warmed is told the standby tasks after each pass that brought
+	// them up to date (kafka.Tasks.SetWarm: the group's balancer gives a
+	// dead member's tasks to the holders of their copies).
+	warmed func([]int32)
+	last   time.Time
 }
 
 // warm applies the standby tasks' new changes to the store, moves their
@@ -308,6 +312,9 @@ func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, kee
 	if err != nil {
 		s.r.log.Warn("standby tasks: applying their changelog partitions failed; trying again", "tasks", tasks, "error", err)
 		return 0
+	}
+	if s.warmed != nil {
+		s.warmed(tasks)
 	}
 	for _, p := range tasks {
 		if int(p) < len(res.Next) {

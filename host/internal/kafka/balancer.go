@@ -11,10 +11,9 @@ import (
 
 // A group sharing its pipeline by task balances with franz-go's
 // cooperative-sticky algorithm, and then places the tasks no member owned
-// (those of a member that died or left) on the members whose stores hold
-// a copy of their state, a standby replica or a task owned before, where
-// swapping two such tasks between the members given them makes more of
-// them land on a copy: that member replays only the changelog's tail
+// (those of a member that died or left) on the members whose stores keep
+// a standby copy of their state, where swapping two such tasks between
+// the members given them makes more of them land on a copy: that member replays only the changelog's tail
 // instead of the whole partition. Owned tasks stay where they are, and
 // each member gets the same number of tasks, so the swap changes nothing
 // else of the plan. Each member says which copies it holds in its join

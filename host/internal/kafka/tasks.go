@@ -63,8 +63,8 @@ type Tasks struct {
 }
 
 // SetWarm records the tasks not owned whose state the instance's store
-// holds a copy of (standby replicas, tasks owned before): the group's
-// balancer places tasks that lost their owner on such copies where it can
+// keeps a warm copy of (its standby replicas): the group's balancer
+// places tasks that lost their owner on such copies where it can
 // (taskBalancer).
 func (t *Tasks) SetWarm(tasks []int32) {
 	t.mu.Lock()
