@@ -36,28 +36,7 @@ func TestTaskBalancer(t *testing.T) {
 				member("a", []int32{0, 1, 2, 3}, tc.warmA),
 				member("c", []int32{8, 9, 10, 11}, tc.warmC),
 			}
-			leader := newTaskBalancer(NewTasks(false), "in")
-			gmb, _, err := leader.MemberBalancer(members)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := gmb.(interface {
-				BalanceOrError(map[string]int32) (kgo.IntoSyncAssignment, error)
-			}).BalanceOrError(map[string]int32{"in": 12})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string][]int32{}
-			for _, a := range plan.IntoSyncAssignment() {
-				var ma kmsg.ConsumerMemberAssignment
-				if err := ma.ReadFrom(a.MemberAssignment); err != nil {
-					t.Fatal(err)
-				}
-				for _, tp := range ma.Topics {
-					got[a.MemberID] = append(got[a.MemberID], tp.Partitions...)
-				}
-				slices.Sort(got[a.MemberID])
-			}
+			got := balanceGroup(t, members, 12)
 			wantA := slices.Sorted(slices.Values(append([]int32{0, 1, 2, 3}, tc.wantA...)))
 			wantC := slices.Sorted(slices.Values(append([]int32{8, 9, 10, 11}, tc.wantC...)))
 			if !slices.Equal(got["a"], wantA) || !slices.Equal(got["c"], wantC) {
@@ -162,30 +141,42 @@ func TestStandbysAfterAFailure(t *testing.T) {
 				members = append(members, kmsg.JoinGroupResponseMember{MemberID: gm.id,
 					ProtocolMetadata: b.JoinGroupMetadata([]string{"in"}, map[string][]int32{"in": gm.tasks}, 5)})
 			}
-			gmb, _, err := newTaskBalancer(NewTasks(false), "in").MemberBalancer(members)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := gmb.(interface {
-				BalanceOrError(map[string]int32) (kgo.IntoSyncAssignment, error)
-			}).BalanceOrError(map[string]int32{"in": int32(tc.tasks)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, a := range plan.IntoSyncAssignment() {
-				var ma kmsg.ConsumerMemberAssignment
-				if err := ma.ReadFrom(a.MemberAssignment); err != nil {
-					t.Fatal(err)
-				}
-				warm := standbyTasks(gms, a.MemberID, 1)
-				for _, tp := range ma.Topics {
-					for _, p := range tp.Partitions {
-						if slices.Contains(dead.tasks, p) && !slices.Contains(warm, p) {
-							t.Errorf("the dead member's task %d went to %s, which holds no copy of it (copies %v)", p, a.MemberID, warm)
-						}
+			for m, ps := range balanceGroup(t, members, int32(tc.tasks)) {
+				warm := standbyTasks(gms, m, 1)
+				for _, p := range ps {
+					if slices.Contains(dead.tasks, p) && !slices.Contains(warm, p) {
+						t.Errorf("the dead member's task %d went to %s, which holds no copy of it (copies %v)", p, m, warm)
 					}
 				}
 			}
 		})
 	}
+}
+
+// balanceGroup balances members, as a leader would, over the topic "in"
+// of n partitions, and returns each member's partitions, sorted.
+func balanceGroup(t *testing.T, members []kmsg.JoinGroupResponseMember, n int32) map[string][]int32 {
+	t.Helper()
+	gmb, _, err := newTaskBalancer(NewTasks(false), "in").MemberBalancer(members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := gmb.(interface {
+		BalanceOrError(map[string]int32) (kgo.IntoSyncAssignment, error)
+	}).BalanceOrError(map[string]int32{"in": n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]int32{}
+	for _, a := range plan.IntoSyncAssignment() {
+		var ma kmsg.ConsumerMemberAssignment
+		if err := ma.ReadFrom(a.MemberAssignment); err != nil {
+			t.Fatal(err)
+		}
+		for _, tp := range ma.Topics {
+			got[a.MemberID] = append(got[a.MemberID], tp.Partitions...)
+		}
+		slices.Sort(got[a.MemberID])
+	}
+	return got
 }
