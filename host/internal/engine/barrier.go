@@ -93,7 +93,7 @@ func (r *runner) checkpoint(requested time.Time) error {
 		return err
 	}
 	r.epoch++
-	scs, err := r.p.snapshotSources(r.outs, r.wms.partitions(nil))
+	scs, err := r.p.snapshotSources(r.outs, r.wms)
 	if err != nil {
 		return err
 	}

@@ -108,14 +108,15 @@ type Snapshotter interface {
 	Restore(snapshot json.RawMessage) error
 }
 
-// WatermarkSnapshotter is a Snapshotter that also keeps how far its
+// WatermarkSnapshotter is a Snapshotter that may also keep how far its
 // partitions were in event time: the engine calls SnapshotWatermarks just
-// before each Snapshot, with the watermark of every partition of the
-// sources that has shown a record (as a RepartitionSink's Watermark gets
-// them), on the same goroutine. parts must not be changed.
+// before each Snapshot, on the same goroutine, and parts, if the source
+// calls it then, returns the watermark of every partition of the sources
+// that has shown a record (as a RepartitionSink's Watermark gets them),
+// which must not be changed.
 type WatermarkSnapshotter interface {
 	Snapshotter
-	SnapshotWatermarks(parts []PartitionWatermark)
+	SnapshotWatermarks(parts func() []PartitionWatermark)
 }
 
 // Fit reshapes cp, taken with or without repartitions, for a run with
@@ -461,14 +462,22 @@ func (p *Pipeline) restoreSources(cp *Checkpoint, outs []*Out) error {
 	return p.restoreOutputs(cp)
 }
 
-// snapshotSources records where every source is, given the partitions'
-// watermarks. The sources are paused at a barrier or have ended.
-func (p *Pipeline) snapshotSources(outs []*Out, parts *inputTimes) ([]SourceCheckpoint, error) {
+// snapshotSources records where every source is, handing the partitions'
+// watermarks (from wms, made once if asked for) to the sources that want
+// them. The sources are paused at a barrier or have ended.
+func (p *Pipeline) snapshotSources(outs []*Out, wms *watermarks) ([]SourceCheckpoint, error) {
+	var parts *inputTimes
+	partitions := func() []PartitionWatermark {
+		if parts == nil {
+			parts = wms.partitions(nil)
+		}
+		return parts.parts
+	}
 	scs := make([]SourceCheckpoint, len(p.Sources))
 	for i, s := range p.Sources {
 		scs[i].Name = s.Name()
 		if ws, ok := s.(WatermarkSnapshotter); ok {
-			ws.SnapshotWatermarks(parts.parts)
+			ws.SnapshotWatermarks(partitions)
 		}
 		if sn, ok := s.(Snapshotter); ok {
 			snap, err := sn.Snapshot()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,8 +68,7 @@ func (p *Pipeline) newRunner(ctx context.Context, st *runStats) *runner {
 		r.depth = 4
 	}
 	if r.ck != nil && r.ck.Restore != nil {
-		cp := *r.ck.Restore
-		cp.Entries, cp.Times = slices.Clone(cp.Entries), slices.Clone(cp.Times)
+		cp := *r.ck.Restore // Fit replaces or reslices, never writes, its slices
 		cp.Fit(len(p.Repartitions), len(p.Sources))
 		r.restore = &cp
 	}

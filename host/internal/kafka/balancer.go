@@ -27,7 +27,7 @@ const taskBalancerProtocol = "weir-tasks-v1"
 // warm copies, topic the topic whose partitions are the tasks. It is used
 // by the client's group management goroutine.
 type taskBalancer struct {
-	sticky kgo.GroupBalancer
+	sticky stickyBalancer
 	tasks  *Tasks
 	topic  string
 	// warm is, during one MemberBalancer and Balance, the copies each
@@ -35,8 +35,15 @@ type taskBalancer struct {
 	warm map[string][]int32
 }
 
+// stickyBalancer is franz-go's cooperative-sticky balancer, as both a
+// group balancer and the balance of a kgo.ConsumerBalancer.
+type stickyBalancer interface {
+	kgo.GroupBalancer
+	kgo.ConsumerBalancerBalance
+}
+
 func newTaskBalancer(tasks *Tasks, topic string) *taskBalancer {
-	return &taskBalancer{sticky: kgo.CooperativeStickyBalancer(), tasks: tasks, topic: topic}
+	return &taskBalancer{sticky: kgo.CooperativeStickyBalancer().(stickyBalancer), tasks: tasks, topic: topic}
 }
 
 func (*taskBalancer) ProtocolName() string { return taskBalancerProtocol }
@@ -87,12 +94,7 @@ func (b *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (k
 // the tasks no member owned swapped onto the members holding their
 // copies.
 func (b *taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
-	inner, ok := b.sticky.(kgo.ConsumerBalancerBalance)
-	if !ok {
-		cb.SetError(errors.New("kafka: the sticky balancer cannot balance"))
-		return nil
-	}
-	plan, ok := inner.Balance(cb, topics).(*kgo.BalancePlan)
+	plan, ok := b.sticky.Balance(cb, topics).(*kgo.BalancePlan)
 	if !ok || plan == nil {
 		return plan
 	}

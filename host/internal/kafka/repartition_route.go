@@ -20,11 +20,12 @@ import (
 
 // A run of a repartitioning pipeline whose instance owns every partition
 // of the input and of the repartition topic routes the key_by's records
-// in process instead (Source.RouteInProcess): the topic would hand them
-// back to the same instance, at the price of a produce and a fetch per
-// record. It may do so only when nothing is left in the topic for it to
-// read (InProcessCheck): records there were keyed before this run, and
-// must reach their state before the records the run routes itself.
+// in process instead (Source.SetRoute): the topic would hand them back
+// to the same instance, at the price of a produce and a fetch per record.
+// It may do so only once nothing is left in the topic for it to read
+// (InProcessUnread): records there were keyed before this run, and must
+// reach their state before the records the run routes itself, so a run
+// that finds some reads them first, its input paused (Route.Drain).
 // Records of the topic, and their upstream tables, stay compatible both
 // ways: a run routing in process keeps, at each checkpoint, the tables a
 // repartitioned run would have made of the same input (every input
@@ -96,11 +97,10 @@ func InProcessUnread(ctx context.Context, c InProcessCheck) (Unread, error) {
 	for p := range c.Partitions {
 		off, ok := restored[p]
 		if c.ExactlyOnce || !ok {
-			o, found := committed.Lookup(c.Topic, p)
+			// The group's offset, or (none) the log's start, where a
+			// new group reads the topic from.
+			o, _ := committed.Lookup(c.Topic, p)
 			off = max(o.At, 0)
-			if !found {
-				off = 0 // the log's start: a new group reads it from there
-			}
 		}
 		from[p] = off
 	}
@@ -246,13 +246,18 @@ func (s *Source) inProcessTables() {
 
 // SnapshotWatermarks implements engine.WatermarkSnapshotter: a run
 // routing in process keeps its input partitions' watermarks in the
-// repartition topic's upstream tables.
-func (s *Source) SnapshotWatermarks(parts []engine.PartitionWatermark) {
+// repartition topic's upstream tables; another asks for none.
+func (s *Source) SnapshotWatermarks(parts func() []engine.PartitionWatermark) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.routeParts > 0 {
-		s.routeWMs = parts
+	routing := s.routeParts > 0
+	s.mu.Unlock()
+	if !routing {
+		return
 	}
+	wms := parts()
+	s.mu.Lock()
+	s.routeWMs = wms
+	s.mu.Unlock()
 }
 
 // Route is how one Run of a Source reading a repartition topic treats

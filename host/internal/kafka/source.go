@@ -295,7 +295,7 @@ type Source struct {
 	tasks        *Tasks // SourceConfig.Tasks
 	repartition  string // SourceConfig.Repartition
 	// routeParts and routeInputs are, for a run routing a repartition in
-	// process (RouteInProcess), the repartition topic's partitions and
+	// process (SetRoute), the repartition topic's partitions and
 	// the input's, and routeWMs the input partitions' watermarks at the
 	// checkpoint being taken; guarded by mu.
 	routeParts, routeInputs int32
