@@ -87,7 +87,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		switch {
 		case err == nil:
 			return total, nil
-		case ctx.Err() != nil && (errors.Is(err, kafka.ErrTasksChanged) || errors.Is(err, kafka.ErrTxnAborted)):
+		case ctx.Err() != nil && (errors.Is(err, kafka.ErrTasksChanged) || errors.Is(err, kafka.ErrTxnAborted) || stalledOut(err, carry)):
 			// Stopped while the group moved tasks: the final checkpoint
 			// gave way, as a rollback does, and whoever owns the tasks
 			// next continues from the last one. Not a failure.
@@ -102,6 +102,10 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		case errors.Is(err, errTasksGained):
 			p.opts.Logger.Info("the consumer group gave this instance tasks; the run stopped at a checkpoint and starts again for its tasks",
 				"pipeline", p.cfg.Name)
+		case stalledOut(err, carry):
+			if rerr := p.renewTasks(carry); rerr != nil {
+				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
+			}
 		case errors.Is(err, kafka.ErrTasksChanged):
 			if rerr := p.resumeTasks(ctx, carry); rerr != nil {
 				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
@@ -150,16 +154,46 @@ func (p *Pipeline) resumeTasks(ctx context.Context, carry *assembly.Carry) error
 	if err := carry.Resume(ctx); err != nil {
 		return err
 	}
-	b, ok := p.opts.Store.(*state.Badger)
-	if !ok {
-		return fmt.Errorf("the state store (%T) cannot roll back to its last checkpoint", p.opts.Store)
-	}
-	if err := b.Rollback(); err != nil {
+	if err := p.rollback(); err != nil {
 		return err
 	}
 	p.opts.Logger.Info("the consumer group moved tasks; rolled the state back to the last checkpoint and starting again for this instance's tasks",
 		"pipeline", p.cfg.Name)
 	return nil
+}
+
+// stalledOut reports whether err says that the brokers fenced the run's
+// transactional producer while the consumer group moved its tasks: the
+// instance stalled (a pause longer than its session and transaction
+// timeouts), the group gave its tasks to others, and the brokers aborted
+// its transaction. Its last checkpoint stands; the tasks continue from it.
+func stalledOut(err error, carry *assembly.Carry) bool {
+	return errors.Is(err, kafka.ErrFenced) && carry.Moved()
+}
+
+// renewTasks gets a pipeline sharing its group by task ready to run again
+// after it stalled out of its group (stalledOut): its fenced client is
+// closed, so that the next run joins with a new one, and the store rolls
+// back to its last checkpoint.
+func (p *Pipeline) renewTasks(carry *assembly.Carry) error {
+	if err := carry.Renew(); err != nil {
+		p.opts.Logger.Warn("closing the fenced Kafka source", "pipeline", p.cfg.Name, "error", err)
+	}
+	if err := p.rollback(); err != nil {
+		return err
+	}
+	p.opts.Logger.Warn("the instance stalled past its session and transaction timeouts: the consumer group moved its tasks and the brokers fenced its producer; "+
+		"rolled the state back to the last checkpoint and joining again with a new producer", "pipeline", p.cfg.Name)
+	return nil
+}
+
+// rollback rolls the state store back to its last checkpoint.
+func (p *Pipeline) rollback() error {
+	b, ok := p.opts.Store.(*state.Badger)
+	if !ok {
+		return fmt.Errorf("the state store (%T) cannot roll back to its last checkpoint", p.opts.Store)
+	}
+	return b.Rollback()
 }
 
 // add adds the counts of another run of the same pipeline to s.

@@ -86,6 +86,14 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	for _, in := range []*sharedInstance{a, bb, c} {
 		in.waitRead(t, "reading before the kill")
 	}
+	// The kill comes once the group has settled. A member killed during
+	// a rebalance is waited for until its session times out, and the
+	// embedded broker (kfake) times out the members waiting in JoinGroup
+	// meanwhile too, without answering them, where Kafka keeps them: such
+	// a member stalls for its rebalance timeout, and then, its
+	// transaction aborted, joins again with a new producer
+	// (TestSharedStall), which would only make the test slow.
+	waitOwnAll(t, "a, b and c to share every task", a, bb, c)
 	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,8 @@ type Proc struct {
 // Start runs weir with args and env (nil: the test's environment),
 // logging to dir/name.log. The test's cleanup kills it; if the test
 // failed, the log's last lines go to the test's output and, when
-// $WEIR_TEST_LOGS names a directory, the whole log is copied there.
+// $WEIR_TEST_LOGS names a directory, the whole log is copied there, as
+// <test name>.<name>.log.
 func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
 	t.Helper()
 	cmd := exec.Command(Weir(t), args...)
@@ -46,7 +47,8 @@ func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
 		}
 		b, _ := os.ReadFile(p.Log)
 		if d := os.Getenv("WEIR_TEST_LOGS"); d != "" {
-			os.WriteFile(filepath.Join(d, name+".log"), b, 0o644)
+			keep := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "." + name + ".log"
+			os.WriteFile(filepath.Join(d, keep), b, 0o644)
 		}
 		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 		t.Logf("%s:\n%s", name, strings.Join(lines[max(len(lines)-40, 0):], "\n"))

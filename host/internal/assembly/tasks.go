@@ -66,6 +66,18 @@ func (c *Carry) Resume(ctx context.Context) error {
 	return c.source.Txn().Abort(ctx)
 }
 
+// Renew closes the carried source, whose producer the brokers fenced
+// (kafka.ErrFenced), so that the next run makes a new one: it joins the
+// group again (under the same instance id, a static member takes its
+// place back) and initialises the transactional id anew. The tasks are
+// kept, to be moved by the new source's first assignment.
+func (c *Carry) Renew() error {
+	if c == nil {
+		return nil
+	}
+	return c.Close()
+}
+
 // keptSource is a carried Kafka source as one run's engine sees it: the
 // engine closes its sources when the run ends, and this one outlives it.
 type keptSource struct{ *kafka.Source }

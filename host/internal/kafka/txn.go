@@ -52,6 +52,22 @@ type Txn struct {
 // from its last checkpoint.
 var ErrTxnAborted = errors.New("kafka: the transaction was aborted (the consumer group rebalanced)")
 
+// ErrFenced marks the error of a commit or write that the brokers
+// refused because they hold the transactional id for a newer producer:
+// another instance with the same id fenced this one, or the brokers
+// aborted a transaction left open past its timeout and moved the id to a
+// new epoch. The client cannot produce transactionally again; when the
+// group also took the instance's tasks meanwhile (the instance stalled),
+// the pipeline makes a new one and goes on from its last checkpoint.
+var ErrFenced = errors.New("kafka: the brokers fenced this transactional producer")
+
+// fencedError is an error that says the brokers fenced the producer
+// (ErrFenced), with its explanation.
+type fencedError struct{ error }
+
+func (fencedError) Is(target error) bool { return target == ErrFenced }
+func (e fencedError) Unwrap() error      { return e.error }
+
 // Begin begins the next transaction.
 func (t *Txn) Begin() error {
 	if err := t.sess.Begin(); err != nil {
@@ -89,8 +105,8 @@ func (t *Txn) Commit(ctx context.Context) error {
 	case err != nil && txnFenced(err):
 		return fmt.Errorf("kafka: committing the transaction: %w", t.fencedErr(err))
 	case err != nil && idErr == nil && t.ended(ctx, id, epoch, err):
-		return fmt.Errorf("kafka: committing the transaction: the brokers aborted it and moved transactional id %q to a newer epoch: "+
-			"another producer with transactional id %[1]q fenced this one (%s), or the transaction was open longer than its timeout: %w", t.id, txnSameID, err)
+		return fencedError{fmt.Errorf("kafka: committing the transaction: the brokers aborted it and moved transactional id %q to a newer epoch: "+
+			"another producer with transactional id %[1]q fenced this one (%s), or the transaction was open longer than its timeout: %w", t.id, txnSameID, err)}
 	case err != nil:
 		return fmt.Errorf("kafka: committing the transaction: %w", err)
 	case !committed:
@@ -111,7 +127,7 @@ func txnFenced(err error) bool {
 // fencedErr explains err, which says that another producer fenced this
 // one (txnFenced).
 func (t *Txn) fencedErr(err error) error {
-	return fmt.Errorf("another producer with transactional id %q fenced this one (%s): %w", t.id, txnSameID, err)
+	return fencedError{fmt.Errorf("another producer with transactional id %q fenced this one (%s), or the transaction was open longer than its timeout: %w", t.id, txnSameID, err)}
 }
 
 // explain returns the error of a write through t's client, explained
