@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,14 +87,15 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	for _, in := range []*sharedInstance{a, bb, c} {
 		in.waitRead(t, "reading before the kill")
 	}
-	// The kill comes once the group has settled. A member killed during
+	// The kill comes once the group has settled, each instance owning
+	// tasks (the later two warm theirs up first). A member killed during
 	// a rebalance is waited for until its session times out, and the
 	// embedded broker (kfake) times out the members waiting in JoinGroup
 	// meanwhile too, without answering them, where Kafka keeps them: such
 	// a member stalls for its rebalance timeout, and then, its
 	// transaction aborted, joins again with a new producer
 	// (TestSharedStall), which would only make the test slow.
-	waitOwnAll(t, "a, b and c to share every task", a, bb, c)
+	waitShared(t, "a, b and c to share every task", a, bb, c)
 	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,14 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	// Once b's session times out, a and c own every task between them.
 	waitOwnAll(t, "a and c to take b's tasks", a, c)
 	d := start("d")
+	joined := time.Now()
 	weirtest.PollUntil(t, 60*time.Second, "the late instance to own tasks", func() bool { return len(weirtest.OwnedTasks(d.admin)) > 0 })
+	// The tasks move to d only once its copies of them are warm
+	// (KIP-441): it owns nothing until it has asked for them.
+	if !d.p.Logged("warm-up copies are caught up with the changelog") {
+		t.Errorf("the late instance was given tasks %v without warming them up", weirtest.OwnedTasks(d.admin))
+	}
+	t.Logf("the late instance owned tasks %.1f s after it started", time.Since(joined).Seconds())
 	r.release()
 	d.waitRead(t, "the late instance reading")
 	pause()
@@ -236,6 +245,16 @@ func waitOwnAll(t *testing.T, what string, ins ...*sharedInstance) {
 			}
 		}
 		return len(owned) == sharedPartitions
+	})
+}
+
+// waitShared waits until the instances own every task between them, and
+// each owns some.
+func waitShared(t *testing.T, what string, ins ...*sharedInstance) {
+	t.Helper()
+	waitOwnAll(t, what, ins...)
+	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
+		return !slices.ContainsFunc(ins, func(in *sharedInstance) bool { return len(weirtest.OwnedTasks(in.admin)) == 0 })
 	})
 }
 

@@ -105,6 +105,11 @@ func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	for _, n := range []string{"a", "b", "c"} {
 		weirtest.PollUntil(t, 60*time.Second, "instance "+n+" to route through the topic", func() bool { return weirtest.Repartition(admin[n]) == "topic" })
 	}
+	// The kill comes once each owns tasks: a member that joins warms up
+	// copies of the tasks it is to take before the group moves them.
+	for _, n := range []string{"a", "b", "c"} {
+		weirtest.PollUntil(t, 60*time.Second, "instance "+n+" to own tasks", func() bool { return len(weirtest.OwnedTasks(admin[n])) > 0 })
+	}
 	if err := procs["b"].Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

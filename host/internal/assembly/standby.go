@@ -65,10 +65,11 @@ func (b *builder) checkpoints(ctx context.Context) error {
 }
 
 // standbyTasks returns what tells a run sharing its group by task which
-// tasks it keeps standby copies of, or nil without standby replicas.
+// tasks it keeps standby copies of: its standby replicas' and the tasks
+// it warms up to take over; nil for another run.
 func (b *builder) standbyTasks() func(context.Context) ([]int32, error) {
 	n := b.Config.Checkpoints.StandbyReplicas
-	if !b.byTask || n == 0 {
+	if !b.byTask {
 		return nil
 	}
 	return func(ctx context.Context) ([]int32, error) { return b.Carry.source.StandbyTasks(ctx, n) }

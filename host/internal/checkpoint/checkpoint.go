@@ -113,9 +113,10 @@ type Setup struct {
 	// of tasks ended, with the same transactional producer, which is not
 	// fenced again.
 	Resumed bool
-	// StandbyTasks, for a run sharing its group by task with standby
-	// replicas (checkpoints.standby_replicas), returns the tasks it is a
-	// standby for now.
+	// StandbyTasks, for a run sharing its group by task, returns the
+	// tasks it keeps warm copies of now: its standby replicas'
+	// (checkpoints.standby_replicas), and those it warms up to take
+	// over.
 	StandbyTasks func(context.Context) ([]int32, error)
 }
 

@@ -304,6 +304,9 @@ func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, kee
 	}
 	tasks = slices.DeleteFunc(tasks, func(p int32) bool { return slices.Contains(owned, p) || int(p) >= len(offsets) })
 	if len(tasks) == 0 {
+		if s.warmed != nil {
+			s.warmed(nil) // no copies: none to declare warm
+		}
 		return 0
 	}
 	r := s.r

@@ -4,20 +4,29 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// A group sharing its pipeline by task balances with franz-go's
-// cooperative-sticky algorithm, and then places the tasks no member owned
-// (those of a member that died or left) on the members whose stores keep
-// a standby copy of their state, where swapping two such tasks between
-// the members given them makes more of them land on a copy: that member replays only the changelog's tail
-// instead of the whole partition. Owned tasks stay where they are, and
-// each member gets the same number of tasks, so the swap changes nothing
-// else of the plan. Each member says which copies it holds in its join
-// metadata (Tasks.SetWarm), around the sticky algorithm's own user data.
+// A group sharing its pipeline by task places its tasks itself, as
+// Kafka Streams' assignor does since KIP-441, and leaves the rest (the
+// input partitions of a pipeline that repartitions, which hold no state)
+// to franz-go's cooperative-sticky algorithm. A task stays with the member
+// that owns it; a task whose owner died or left goes to a member whose
+// store keeps a warm copy of its state (a standby replica) unless that
+// member already has a balanced share, and otherwise to the least loaded
+// member, which restores it from the changelog. A task moves
+// from a live owner only to a member holding a warm copy, caught up with
+// the changelog by its last standby pass, and only while the owner has at
+// least two more tasks than it: so a member that joins is given no task
+// at first. It warms up the tasks a balanced group would give it
+// (warmupTasks), as standby copies, while their owners keep processing,
+// and once they are warm it asks for a rebalance (a probing rebalance),
+// which moves them, each replaying only the changelog's last second.
+// Each member says which copies it holds warm in its join metadata
+// (Tasks.SetWarm), around the sticky algorithm's own user data.
 
 // taskBalancerProtocol names the protocol; members of older versions,
 // which only know cooperative-sticky, make the group fall back to it.
@@ -90,87 +99,160 @@ func (b *taskBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (k
 	return cb, cb.MemberTopics(), nil
 }
 
-// Balance implements kgo.ConsumerBalancerBalance: the sticky plan, with
-// the tasks no member owned swapped onto the members holding their
-// copies.
+// Balance implements kgo.ConsumerBalancerBalance: the tasks placed as
+// above, the other partitions as the sticky algorithm places them, and
+// every move from a live owner made in two rebalances, as the cooperative
+// protocol asks (the owner revokes the task first).
 func (b *taskBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
 	plan, ok := b.sticky.Balance(cb, topics).(*kgo.BalancePlan)
 	if !ok || plan == nil {
 		return plan
 	}
 	assigned := plan.AsMemberIDMap()
-	owned := map[int32]bool{}
-	cb.EachMember(func(_ *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+	members := cb.Members()
+	ids := make([]string, len(members))
+	for i := range members {
+		ids[i] = members[i].MemberID
+	}
+	tasks := placeTasks(ids, topics[b.topic], claimedTasks(cb, b.topic), b.warm)
+	out := cb.NewPlan()
+	for i := range members {
+		m := &members[i]
+		for topic, ps := range assigned[m.MemberID] {
+			if topic != b.topic {
+				out.AddPartitions(m, topic, ps)
+			}
+		}
+		if ps := tasks[m.MemberID]; len(ps) > 0 {
+			out.AddPartitions(m, b.topic, ps)
+		}
+	}
+	out.AdjustCooperative(cb)
+	return out
+}
+
+// claimedTasks returns the member owning each task of topic, as the
+// members' metadata claim them: of two claims (a member that missed a
+// rebalance), the later generation's.
+func claimedTasks(cb *kgo.ConsumerBalancer, topic string) map[int32]string {
+	owner, gen := map[int32]string{}, map[int32]int32{}
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
 		for _, op := range meta.OwnedPartitions {
-			if op.Topic == b.topic {
-				for _, p := range op.Partitions {
-					owned[p] = true
+			if op.Topic != topic {
+				continue
+			}
+			for _, p := range op.Partitions {
+				if g, ok := gen[p]; !ok || meta.Generation > g {
+					owner[p], gen[p] = m.MemberID, meta.Generation
 				}
 			}
 		}
 	})
-	tasks := map[string][]int32{}
-	for m, ts := range assigned {
-		tasks[m] = ts[b.topic]
-	}
-	placeOnCopies(tasks, owned, b.warm)
-	out := cb.NewPlan()
-	members := cb.Members()
-	for i := range members {
-		m := &members[i]
-		for topic, ps := range assigned[m.MemberID] {
-			if topic == b.topic {
-				ps = tasks[m.MemberID]
-			}
-			out.AddPartitions(m, topic, ps)
-		}
-	}
-	return out
+	return owner
 }
 
-// placeOnCopies swaps, between members, tasks that no member owned
-// (owned), so that more of them go to a member that holds a copy (warm),
-// changing no member's count and no owned task's place. tasks is changed
-// in place.
-func placeOnCopies(tasks map[string][]int32, owned map[int32]bool, warm map[string][]int32) {
-	members := make([]string, 0, len(tasks))
-	for m := range tasks {
-		members = append(members, m)
+// placeTasks places n tasks on the members ids: each stays with its owner
+// (owners); an orphan goes to the least loaded member holding its warm
+// copy (warm) that has fewer tasks than a balanced group's most, or else
+// to the least loaded member; and then tasks move from their owners to
+// members holding their warm copies while an owner has at least two more
+// tasks than such a member.
+func placeTasks(ids []string, n int32, owners map[int32]string, warm map[string][]int32) map[string][]int32 {
+	ids = slices.Sorted(slices.Values(ids))
+	plan := map[string][]int32{}
+	var orphans []int32
+	for p := range n {
+		if o, ok := owners[p]; ok && slices.Contains(ids, o) {
+			plan[o] = append(plan[o], p)
+		} else {
+			orphans = append(orphans, p)
+		}
 	}
-	slices.Sort(members)
 	holds := func(m string, p int32) bool { return slices.Contains(warm[m], p) }
-	for improved := true; improved; {
-		improved = false
-		for _, m := range members {
-			for i, p := range tasks[m] {
-				if owned[p] || holds(m, p) {
-					continue
-				}
-				if j, m2 := swapPartner(tasks, owned, members, m, p, holds); m2 != "" {
-					tasks[m][i], tasks[m2][j] = tasks[m2][j], tasks[m][i]
-					improved = true
+	quota := (int(n) + len(ids) - 1) / max(len(ids), 1) // a balanced group's most
+	for _, p := range orphans {
+		to := leastLoaded(ids, plan, func(m string) bool { return holds(m, p) && len(plan[m]) < quota })
+		if to == "" {
+			to = leastLoaded(ids, plan, func(string) bool { return true })
+		}
+		plan[to] = append(plan[to], p)
+	}
+	for moved := true; moved; {
+		moved = false
+		for _, m := range ids {
+			for _, p := range warm[m] {
+				o := ownerIn(plan, p)
+				if o != "" && o != m && len(plan[o]) > len(plan[m])+1 {
+					plan[o] = slices.DeleteFunc(plan[o], func(q int32) bool { return q == p })
+					plan[m] = append(plan[m], p)
+					moved = true
 				}
 			}
 		}
 	}
+	for _, m := range ids {
+		slices.Sort(plan[m])
+	}
+	return plan
 }
 
-// swapPartner finds another member holding a copy of p, and one of its
-// unowned tasks that it holds no copy of: swapping the two puts at least
-// one more task on a copy. It returns the task's index and the member, or
-// "" for none.
-func swapPartner(tasks map[string][]int32, owned map[int32]bool, members []string, m string, p int32, holds func(string, int32) bool) (int, string) {
-	for _, m2 := range members {
-		if m2 == m || !holds(m2, p) {
-			continue
-		}
-		for j, q := range tasks[m2] {
-			if !owned[q] && !holds(m2, q) {
-				return j, m2
-			}
+// leastLoaded returns the member of ids with the fewest tasks in plan
+// among those ok accepts (the first by id of equals), or "" for none.
+func leastLoaded(ids []string, plan map[string][]int32, ok func(string) bool) string {
+	best := ""
+	for _, m := range ids {
+		if ok(m) && (best == "" || len(plan[m]) < len(plan[best])) {
+			best = m
 		}
 	}
-	return 0, ""
+	return best
+}
+
+// ownerIn returns the member that plan gives task p, or "".
+func ownerIn(plan map[string][]int32, p int32) string {
+	for m, ps := range plan {
+		if slices.Contains(ps, p) {
+			return m
+		}
+	}
+	return ""
+}
+
+// warmupTasks returns the tasks that the member self would be given in a
+// balanced group (as members describes it): what moving a task at a time
+// from the most loaded member to the least gives it, until no member has
+// two more than another. Every member computes the same moves, so that
+// each warms up the copies the balancer will move to it (placeTasks).
+func warmupTasks(members []groupMember, self string) []int32 {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, func(a, b groupMember) int { return strings.Compare(a.name, b.name) })
+	plan := make([][]int32, len(ms))
+	for i, m := range ms {
+		plan[i] = slices.Sorted(slices.Values(m.tasks))
+	}
+	var mine []int32
+	for len(ms) > 1 {
+		hi, lo := 0, 0
+		for i := range plan {
+			if len(plan[i]) > len(plan[hi]) {
+				hi = i
+			}
+			if len(plan[i]) < len(plan[lo]) {
+				lo = i
+			}
+		}
+		if len(plan[hi]) <= len(plan[lo])+1 {
+			break
+		}
+		p := plan[hi][len(plan[hi])-1]
+		plan[hi] = plan[hi][:len(plan[hi])-1]
+		plan[lo] = append(plan[lo], p)
+		if ms[lo].id == self {
+			mine = append(mine, p)
+		}
+	}
+	slices.Sort(mine)
+	return mine
 }
 
 // warmMagic starts the user data a taskBalancer wraps around the sticky

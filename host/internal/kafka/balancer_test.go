@@ -46,41 +46,130 @@ func TestTaskBalancer(t *testing.T) {
 	}
 }
 
-// TestPlaceOnCopies checks the swaps: unowned tasks move to members
-// holding their copies, owned tasks and each member's count stay.
-func TestPlaceOnCopies(t *testing.T) {
+// TestPlaceTasks checks the placement of tasks: owned tasks stay,
+// orphans go to copies or to the least loaded, and a task leaves a live
+// owner only for a warm copy on a member with at least two tasks fewer.
+func TestPlaceTasks(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		tasks map[string][]int32
-		owned []int32
-		warm  map[string][]int32
-		want  map[string][]int32
+		name   string
+		ids    []string
+		n      int32
+		owners map[int32]string
+		warm   map[string][]int32
+		want   map[string][]int32
 	}{
-		{name: "no copies", tasks: map[string][]int32{"a": {0, 2}, "b": {1, 3}}, owned: []int32{0, 1},
-			want: map[string][]int32{"a": {0, 2}, "b": {1, 3}}},
-		{name: "a swap", tasks: map[string][]int32{"a": {0, 2}, "b": {1, 3}}, owned: []int32{0, 1}, warm: map[string][]int32{"a": {3}, "b": {2}},
+		{name: "a first member takes all", ids: []string{"a"}, n: 3,
+			want: map[string][]int32{"a": {0, 1, 2}}},
+		{name: "orphans spread over the least loaded", ids: []string{"a", "b"}, n: 4, owners: map[int32]string{0: "a", 1: "a"},
+			want: map[string][]int32{"a": {0, 1}, "b": {2, 3}}},
+		{name: "orphans go to their copies", ids: []string{"a", "b"}, n: 4, owners: map[int32]string{0: "a", 1: "b"}, warm: map[string][]int32{"a": {3}, "b": {2}},
 			want: map[string][]int32{"a": {0, 3}, "b": {1, 2}}},
-		{name: "an owned task never moves", tasks: map[string][]int32{"a": {0, 2}, "b": {1, 3}}, owned: []int32{0, 1, 3}, warm: map[string][]int32{"a": {3}, "b": {2}},
-			want: map[string][]int32{"a": {0, 2}, "b": {1, 3}}},
-		{name: "one side's copy", tasks: map[string][]int32{"a": {4}, "b": {5}, "c": {6}}, warm: map[string][]int32{"c": {4}},
-			want: map[string][]int32{"a": {6}, "b": {5}, "c": {4}}},
-		{name: "both copies on one member", tasks: map[string][]int32{"a": {4, 5}, "b": {6, 7}}, warm: map[string][]int32{"b": {4, 5}},
-			want: map[string][]int32{"a": {6, 7}, "b": {4, 5}}},
+		{name: "a copy on a member one ahead", ids: []string{"a", "b"}, n: 3, owners: map[int32]string{0: "a"}, warm: map[string][]int32{"a": {1}},
+			want: map[string][]int32{"a": {0, 1}, "b": {2}}},
+		{name: "a copy on a member with its share is passed over", ids: []string{"a", "b"}, n: 4, owners: map[int32]string{0: "a", 1: "a"}, warm: map[string][]int32{"a": {2}},
+			want: map[string][]int32{"a": {0, 1}, "b": {2, 3}}},
+		{name: "revoked for a copy, given to it", ids: []string{"a", "c", "d"}, n: 12,
+			owners: map[int32]string{0: "a", 1: "a", 2: "a", 3: "a", 4: "a", 6: "a", 8: "a", 10: "a"}, warm: map[string][]int32{"c": {5, 7, 9, 11}},
+			want: map[string][]int32{"a": {0, 1, 2, 3, 4, 6, 8, 10}, "c": {5, 7, 9, 11}, "d": nil}},
+		{name: "a joining member without copies gets nothing", ids: []string{"a", "b", "c"}, n: 4,
+			owners: map[int32]string{0: "a", 1: "a", 2: "b", 3: "b"},
+			want:   map[string][]int32{"a": {0, 1}, "b": {2, 3}, "c": nil}},
+		{name: "a joining member takes its warm copies", ids: []string{"a", "b", "c"}, n: 6,
+			owners: map[int32]string{0: "a", 1: "a", 2: "a", 3: "b", 4: "b", 5: "b"}, warm: map[string][]int32{"c": {2, 5}},
+			want: map[string][]int32{"a": {0, 1}, "b": {3, 4}, "c": {2, 5}}},
+		{name: "warm copies do not unbalance", ids: []string{"a", "b"}, n: 4,
+			owners: map[int32]string{0: "a", 1: "a", 2: "b", 3: "b"}, warm: map[string][]int32{"a": {2, 3}, "b": {0, 1}},
+			want: map[string][]int32{"a": {0, 1}, "b": {2, 3}}},
+		{name: "a dead owner's claim is an orphan", ids: []string{"a", "b"}, n: 2, owners: map[int32]string{0: "a", 1: "gone"},
+			want: map[string][]int32{"a": {0}, "b": {1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			owned := map[int32]bool{}
-			for _, p := range tc.owned {
-				owned[p] = true
-			}
-			placeOnCopies(tc.tasks, owned, tc.warm)
-			for m, want := range tc.want {
-				got := slices.Sorted(slices.Values(tc.tasks[m]))
-				if !slices.Equal(got, want) {
-					t.Errorf("%s: %v, want %v", m, got, want)
+			got := placeTasks(tc.ids, tc.n, tc.owners, tc.warm)
+			for _, m := range tc.ids {
+				if !slices.Equal(got[m], tc.want[m]) {
+					t.Errorf("%s: %v, want %v", m, got[m], tc.want[m])
 				}
 			}
 		})
 	}
+}
+
+// TestWarmUp joins members one at a time to a group sharing tasks, as
+// the group would balance it round after round: a member that joins gets
+// nothing until it declares warm the copies warmupTasks gave it, and then
+// exactly those, so that the group ends balanced with no task moved cold.
+func TestWarmUp(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		tasks, members int
+	}{
+		{name: "twelve tasks, four members", tasks: 12, members: 4},
+		{name: "twelve tasks, five members", tasks: 12, members: 5},
+		{name: "three tasks, four members", tasks: 3, members: 4},
+		{name: "seven tasks, three members", tasks: 7, members: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owned := map[string][]int32{}
+			warm := map[string][]int32{}
+			var ids []string
+			for i := range tc.members {
+				id := fmt.Sprintf("m-%d", i)
+				ids = append(ids, id)
+				owned = settle(t, ids, owned, warm, tc.tasks)
+				if i > 0 && len(owned[id]) > 0 {
+					t.Fatalf("%s was given %v cold", id, owned[id])
+				}
+				for _, m := range ids {
+					warm[m] = warmupTasks(groupOf(ids, owned), m)
+				}
+				owned = settle(t, ids, owned, warm, tc.tasks)
+				for _, m := range ids {
+					warm[m] = nil
+				}
+				lo, hi := tc.tasks, 0
+				for _, m := range ids {
+					lo, hi = min(lo, len(owned[m])), max(hi, len(owned[m]))
+				}
+				if hi > lo+1 {
+					t.Fatalf("%d members, warmed up: unbalanced: %v", i+1, owned)
+				}
+			}
+		})
+	}
+}
+
+// settle balances the group until its plan stops changing (a cooperative
+// move takes two rounds), and returns the members' tasks.
+func settle(t *testing.T, ids []string, owned, warm map[string][]int32, tasks int) map[string][]int32 {
+	t.Helper()
+	for round := range 5 {
+		var members []kmsg.JoinGroupResponseMember
+		for _, id := range ids {
+			ts := NewTasks(false)
+			ts.SetWarm(warm[id])
+			meta := newTaskBalancer(ts, "in").JoinGroupMetadata([]string{"in"}, map[string][]int32{"in": owned[id]}, int32(round+1))
+			members = append(members, kmsg.JoinGroupResponseMember{MemberID: id, ProtocolMetadata: meta})
+		}
+		next := balanceGroup(t, members, int32(tasks))
+		same := true
+		for _, id := range ids {
+			same = same && slices.Equal(next[id], owned[id])
+		}
+		if owned = next; same {
+			return owned
+		}
+	}
+	t.Fatalf("the plan did not settle: %v", owned)
+	return nil
+}
+
+// groupOf describes a group whose members own tasks.
+func groupOf(ids []string, owned map[string][]int32) []groupMember {
+	var ms []groupMember
+	for _, id := range ids {
+		ms = append(ms, groupMember{id: id, name: id, tasks: owned[id]})
+	}
+	return ms
 }
 
 // FuzzCutWarm checks the decoder of a member's warm tasks: what

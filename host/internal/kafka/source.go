@@ -531,6 +531,13 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	} else if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return fail("%v", err)
 	}
+	if cfg.Tasks != nil {
+		cfg.Tasks.setProbe(func(warmups []int32) {
+			s.log.Info("kafka source: warm-up copies are caught up with the changelog; asking the group to rebalance, so that their tasks move here",
+				"source", s.name, "group", s.group, "warmups", warmups)
+			s.cl.ForceRebalance()
+		})
+	}
 	var bgCtx context.Context
 	bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.bgCtx = bgCtx

@@ -60,15 +60,41 @@ type Tasks struct {
 	count               int    // the tasks in all: the changelog's partitions
 	stop                func() // ends the run as a stop does, when it only gained tasks
 	warm                []int32
+	warmups             []int32               // tasks warmed up to take over (warmupTasks)
+	probe               func(warmups []int32) // asks the group to rebalance
 }
 
 // SetWarm records the tasks not owned whose state the instance's store
-// keeps a warm copy of (its standby replicas): the group's balancer
-// places tasks that lost their owner on such copies where it can
-// (taskBalancer).
+// keeps a warm copy of (its standby replicas and warm-ups): the group's
+// balancer places tasks that lost their owner on such copies where it
+// can, and moves tasks to them (taskBalancer). When a task the instance
+// warms up to take over is warm and was not before, it asks the group to
+// rebalance (a probing rebalance), so that the task moves.
 func (t *Tasks) SetWarm(tasks []int32) {
 	t.mu.Lock()
+	before := t.warm
 	t.warm = slices.Sorted(slices.Values(tasks))
+	probe := t.probe
+	ready := slices.ContainsFunc(t.warmups, func(p int32) bool { return slices.Contains(t.warm, p) && !slices.Contains(before, p) })
+	warmups := slices.Clone(t.warmups)
+	t.mu.Unlock()
+	if ready && probe != nil {
+		probe(warmups)
+	}
+}
+
+// setWarmups records the tasks the instance warms up to take over
+// (warmupTasks).
+func (t *Tasks) setWarmups(tasks []int32) {
+	t.mu.Lock()
+	t.warmups = tasks
+	t.mu.Unlock()
+}
+
+// setProbe sets what asks the group to rebalance (SetWarm).
+func (t *Tasks) setProbe(probe func(warmups []int32)) {
+	t.mu.Lock()
+	t.probe = probe
 	t.mu.Unlock()
 }
 
@@ -255,13 +281,20 @@ func (t *Tasks) moveTo(held, inputs []int32) bool {
 // each on a member holding its copy where a swap can (taskBalancer); a
 // task that lands elsewhere is replayed from its whole changelog
 // partition.
+//
+// It adds the tasks the member warms up (warmupTasks): those a balanced
+// group would give it, which move to it once their copies are warm.
 func (s *Source) StandbyTasks(ctx context.Context, replicas int) ([]int32, error) {
 	memberID, _ := s.cl.GroupMetadata()
 	ms, err := s.groupMembers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return standbyTasks(ms, memberID, replicas), nil
+	warmups := warmupTasks(ms, memberID)
+	s.tasks.setWarmups(warmups)
+	out := append(standbyTasks(ms, memberID, replicas), warmups...)
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // TaskOwner is the member of a group sharing by task that owns a task.
