@@ -70,14 +70,11 @@ func TestSharedRepartition(t *testing.T) {
 }
 
 func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
-	b, dir, rng, want := r.b, r.dir, r.rng, r.want
+	b, rng, want := r.b, r.rng, r.want
 
 	instances := map[string]*sharedInstance{}
 	start := func(name string) *sharedInstance {
-		in := &sharedInstance{}
-		env := r.env(name, "shared-", "WEIR_CHECKPOINTS_DELIVERY="+mode)
-		in.p = startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", pipeline)
-		in.admin = in.p.AdminAddr(t)
+		in := r.start(t, name, "shared-", pipeline, "WEIR_CHECKPOINTS_DELIVERY="+mode)
 		instances[name] = in
 		return in
 	}
@@ -192,6 +189,15 @@ func (r *sharedRig) env(name, prefix string, extra ...string) []string {
 		"WEIR_STATE_DIR="+filepath.Join(r.dir, "state-"+name),
 		"WEIR_SOURCES_READINGS_INSTANCE_ID="+prefix+name,
 	), extra...)
+}
+
+// start starts instance name of pipeline, with the environment r.env
+// gives it, and waits for its admin server.
+func (r *sharedRig) start(t *testing.T, name, prefix, pipeline string, extra ...string) *sharedInstance {
+	t.Helper()
+	in := &sharedInstance{p: startPipeline(t, r.dir, name, r.env(name, prefix, extra...), "--admin", "127.0.0.1:0", pipeline)}
+	in.admin = in.p.AdminAddr(t)
+	return in
 }
 
 // sharedInstance is one weir process of the shared pipeline, with its
@@ -441,12 +447,9 @@ func TestSharedStandbyReplica(t *testing.T) {
 	t.Parallel()
 	r := newSharedRig(t, 4, true)
 	r.release()
-	b, dir, want := r.b, r.dir, r.want
+	b, want := r.b, r.want
 	start := func(name string) *sharedInstance {
-		env := r.env(name, "standby-", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")
-		in := &sharedInstance{p: startPipeline(t, dir, name, env, "--admin", "127.0.0.1:0", "pipeline-shared.yaml")}
-		in.admin = in.p.AdminAddr(t)
-		return in
+		return r.start(t, name, "standby-", "pipeline-shared.yaml", "WEIR_CHECKPOINTS_STANDBY_REPLICAS=1")
 	}
 	a, bb := start("a"), start("b")
 	for _, in := range []*sharedInstance{a, bb} {

@@ -26,13 +26,8 @@ func TestSharedStall(t *testing.T) {
 	t.Parallel()
 	r := newSharedRig(t, 7, true)
 	r.release()
-	b, dir, want := r.b, r.dir, r.want
-	start := func(name string) *sharedInstance {
-		in := &sharedInstance{p: startPipeline(t, dir, name, r.env(name, "stall-"), "--admin", "127.0.0.1:0", "pipeline-shared.yaml")}
-		in.admin = in.p.AdminAddr(t)
-		return in
-	}
-	a, bb := start("a"), start("b")
+	b, want := r.b, r.want
+	a, bb := r.start(t, "a", "stall-", "pipeline-shared.yaml"), r.start(t, "b", "stall-", "pipeline-shared.yaml")
 	for _, in := range []*sharedInstance{a, bb} {
 		in.waitRead(t, "both instances reading")
 	}
