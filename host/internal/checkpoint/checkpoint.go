@@ -306,6 +306,7 @@ type restorer struct {
 	exactlyOnce bool
 	progress    func(kafka.ReplayProgress) // nil for none
 	only        []int32                    // the tasks of a run sharing its group by task, or nil for every one
+	budget      time.Duration              // how long a pass may read (0: to the end); a standby's
 	tasksTopic  string                     // the topic whose partitions those tasks are ("": the one input topic)
 	log         *slog.Logger
 }
@@ -362,7 +363,8 @@ func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, e
 	return total, nil
 }
 
-// pass applies the changelog from from to its current end.
+// pass applies the changelog from from to its current end, or for
+// r.budget.
 func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, error) {
 	var muts []state.Mutation
 	flush := func() error {
@@ -371,13 +373,13 @@ func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, e
 		muts = muts[:0]
 		return err
 	}
-	res, err := kafka.Replay(ctx, r.cc, r.topic, from, r.only, func(k, v []byte, deleted bool) error {
+	res, err := kafka.ReplayFor(ctx, r.cc, r.topic, from, r.only, func(k, v []byte, deleted bool) error {
 		muts = append(muts, state.Mutation{Key: k, Value: v, Delete: deleted})
 		if len(muts) == 1024 {
 			return flush()
 		}
 		return nil
-	}, r.progress, r.log)
+	}, r.progress, r.log, r.budget)
 	if err == nil {
 		err = flush()
 	}

@@ -272,6 +272,12 @@ func (r restorer) replayTasks(ctx context.Context, meta *Meta, owned []int32) (k
 // standby tasks' copies up to date.
 const standbyEvery = time.Second
 
+// standbyBudget bounds a standby pass, which runs inside a checkpoint
+// and so pauses the instance's own tasks: a copy far behind (a warm-up's
+// first pass replays its whole partition) catches up a slice at a time,
+// and is declared warm once a pass reaches the end.
+const standbyBudget = 250 * time.Millisecond
+
 // standbys keeps warm copies of the tasks a run is a standby for (Kafka
 // Streams' standby replicas, per task): at most every standbyEvery, at a
 // checkpoint, it applies what their changelog partitions gained since the
@@ -310,14 +316,14 @@ func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, kee
 		return 0
 	}
 	r := s.r
-	r.only, r.progress = tasks, nil
+	r.only, r.progress, r.budget = tasks, nil, standbyBudget
 	res, err := r.pass(ctx, offsets)
 	if err != nil {
 		s.r.log.Warn("standby tasks: applying their changelog partitions failed; trying again", "tasks", tasks, "error", err)
 		return 0
 	}
 	if s.warmed != nil {
-		s.warmed(tasks)
+		s.warmed(slices.DeleteFunc(slices.Clone(tasks), func(p int32) bool { return int(p) < len(res.Behind) && res.Behind[p] > 0 }))
 	}
 	for _, p := range tasks {
 		if int(p) < len(res.Next) {

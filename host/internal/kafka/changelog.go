@@ -393,6 +393,10 @@ type ReplayResult struct {
 	Markers [][]byte
 	// Changes counts the state records applied.
 	Changes int
+	// Behind is, per partition, how many offsets Next is short of the
+	// end the replay read to: 0 for every partition Replay returns,
+	// more where ReplayFor's budget stopped it.
+	Behind []int64
 }
 
 // Meta returns the metadata of partition 0's last marker, the checkpoint
@@ -417,6 +421,15 @@ func (r ReplayResult) Meta() []byte {
 // from the calling goroutine; a replay that takes longer than a few
 // seconds also logs its progress.
 func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger) (ReplayResult, error) {
+	return ReplayFor(ctx, cc, topic, from, only, apply, progress, log, 0)
+}
+
+// ReplayFor is Replay, stopping once it has read for budget (0: no
+// limit) and every partition has passed a checkpoint marker or its end:
+// a partition it did not finish resumes, from its Next, after its last
+// checkpoint marker read, and its Behind says how far it is from the
+// end. A standby applies the changelog so, a slice at a time.
+func ReplayFor(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger, budget time.Duration) (ReplayResult, error) {
 	var res ReplayResult
 	log = snkLogger(log)
 	rp, err := newReplay(ctx, cc, topic, from, only, log)
@@ -432,7 +445,7 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, on
 		if progress != nil {
 			progress(rp.progress(time.Since(start)))
 		}
-		if rp.done() {
+		if rp.done() || (budget > 0 && time.Since(start) >= budget && rp.sealedSome()) {
 			break
 		}
 		if time.Since(logged) >= replayLogEvery {
@@ -446,6 +459,10 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, on
 		}
 	}
 	res.Next = rp.unsealed()
+	res.Behind = make([]int64, len(rp.end))
+	for p, e := range rp.end {
+		res.Behind[p] = max(e-res.Next[p], 0)
+	}
 	if rp.dropped > 0 {
 		log.Info("changelog: dropped the changes of checkpoints that never completed (an instance stopped while writing one)",
 			"topic", topic, "changes", rp.dropped)
@@ -593,6 +610,19 @@ func (rp *replayRun) unsealed() []int64 {
 		}
 	}
 	return next
+}
+
+// sealedSome reports whether every partition read has moved past a
+// checkpoint marker or reached its end: what a replay stopped there keeps
+// (unsealed), so that one stopped by its budget still makes progress
+// however large a checkpoint's write.
+func (rp *replayRun) sealedSome() bool {
+	for p, e := range rp.end {
+		if rp.from[p] < e && rp.next[p] < e && rp.sealed[p] <= rp.from[p] {
+			return false
+		}
+	}
+	return true
 }
 
 // done reports whether every partition is read to its end.

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -509,5 +510,102 @@ func TestChangelogDropsUnfinishedWrites(t *testing.T) {
 		if !maps.Equal(again, want) {
 			t.Errorf("a replay from %v past the torn write rebuilt %d keys, want %d (the completed checkpoints')", from, len(again), len(want))
 		}
+	}
+}
+
+// TestReplayForSlices replays a changelog of many checkpoints with a
+// budget too small for one fetch: each call stops after a fetch once
+// every partition has passed a marker, reports how far behind it is, and
+// the next goes on from there, until a call finds nothing behind; the
+// state so rebuilt, slice by slice, is what one whole replay rebuilds.
+func TestReplayForSlices(t *testing.T) {
+	t.Parallel()
+	const parts = 4
+	cc := snkCluster(t, map[string]int32{"in": parts})
+	cl, err := NewChangelog(cc, "sliced-changelog", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.EnsureTopic(context.Background(), []string{"in"}); err != nil {
+		t.Fatal(err)
+	}
+	seed := uint64(rand.Int64())
+	t.Logf("seed %d", seed)
+	// Values of 2 KB, so that a partition holds more than a fetch
+	// returns (1 MB a partition).
+	const checkpoints = 40
+	big := bytes.Repeat([]byte("é"), 1024)
+	for i, cp := range clCheckpoints(rand.New(rand.NewPCG(seed, 9)), checkpoints, 100) {
+		for j := range cp {
+			if !cp[j].deleted {
+				cp[j].value = append(cp[j].value, big...)
+			}
+		}
+		clWrite(t, cl, cp, fmt.Sprintf(`{"epoch":%d}`, i+1))
+	}
+	want := map[string]string{}
+	clReplay(t, cc, "sliced-changelog", nil, want)
+	got := map[string]string{}
+	var from []int64
+	n := 1
+	for ; n <= checkpoints; n++ {
+		res, err := ReplayFor(context.Background(), cc, "sliced-changelog", from, nil, func(k, v []byte, deleted bool) error {
+			if deleted {
+				delete(got, string(k))
+			} else {
+				got[string(k)] = string(v)
+			}
+			return nil
+		}, nil, nil, time.Nanosecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from = res.Next
+		if !slicesContainPositive(res.Behind) {
+			break
+		}
+	}
+	if n > checkpoints {
+		t.Errorf("the replay took %d slices for %d checkpoints", n, checkpoints)
+	}
+	t.Logf("%d slices (as many as the client's fetches)", n)
+	if !maps.Equal(got, want) {
+		t.Errorf("sliced replays rebuilt %d keys, a whole replay %d", len(got), len(want))
+	}
+}
+
+// slicesContainPositive reports whether any of ns is above zero.
+func slicesContainPositive(ns []int64) bool {
+	for _, n := range ns {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSealedSome checks when a replay out of budget may stop: once every
+// partition it reads has passed a marker or reached its end, so that a
+// checkpoint's write larger than a budget's reading still goes through.
+func TestSealedSome(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		from, next, sealed, end []int64
+		want                    bool
+	}{
+		{name: "nothing read", from: []int64{0, 0}, next: []int64{0, 0}, sealed: []int64{0, 0}, end: []int64{5, 5}},
+		{name: "one partition past a marker", from: []int64{0, 0}, next: []int64{3, 2}, sealed: []int64{3, 0}, end: []int64{5, 5}},
+		{name: "both past a marker", from: []int64{0, 0}, next: []int64{3, 2}, sealed: []int64{3, 1}, end: []int64{5, 5}, want: true},
+		{name: "one at its end, one past a marker", from: []int64{0, 2}, next: []int64{4, 5}, sealed: []int64{2, 2}, end: []int64{9, 5}, want: true},
+		{name: "a partition not read", from: []int64{0, 5}, next: []int64{1, 5}, sealed: []int64{1, 5}, end: []int64{5, 5}, want: true},
+		{name: "a large write not yet through", from: []int64{4, 0}, next: []int64{900, 10}, sealed: []int64{4, 10}, end: []int64{1000, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := &replayRun{from: tc.from, next: tc.next, sealed: tc.sealed, end: tc.end}
+			if got := rp.sealedSome(); got != tc.want {
+				t.Errorf("sealedSome() = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
