@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,8 +83,8 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 	for _, in := range []*sharedInstance{a, bb, c} {
 		in.waitRead(t, "reading before the kill")
 	}
-	// The kill comes once the group has settled, each instance owning
-	// tasks (the later two warm theirs up first). A member killed during
+	// The kill comes once the group has settled, the instances owning
+	// their shares of the tasks (the later two warm theirs up first). A member killed during
 	// a rebalance is waited for until its session times out, and the
 	// embedded broker (kfake) times out the members waiting in JoinGroup
 	// meanwhile too, without answering them, where Kafka keeps them: such
@@ -254,13 +253,19 @@ func waitOwnAll(t *testing.T, what string, ins ...*sharedInstance) {
 	})
 }
 
-// waitShared waits until the instances own every task between them, and
-// each owns some.
+// waitShared waits until the instances own every task between them, as
+// evenly as can be: the warm-ups are over, and no member will ask the
+// group to rebalance.
 func waitShared(t *testing.T, what string, ins ...*sharedInstance) {
 	t.Helper()
 	waitOwnAll(t, what, ins...)
 	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
-		return !slices.ContainsFunc(ins, func(in *sharedInstance) bool { return len(weirtest.OwnedTasks(in.admin)) == 0 })
+		lo, hi := sharedPartitions, 0
+		for _, in := range ins {
+			n := len(weirtest.OwnedTasks(in.admin))
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		return hi <= lo+1
 	})
 }
 
