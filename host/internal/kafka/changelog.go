@@ -468,7 +468,11 @@ func ReplayFor(ctx context.Context, cc ClientConfig, topic string, from []int64,
 			"topic", topic, "changes", rp.dropped)
 	}
 	if res.Changes > 0 || res.Meta() != nil {
-		log.Info("replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
+		level := slog.LevelInfo
+		if budget > 0 {
+			level = slog.LevelDebug // a standby's pass, once a second
+		}
+		log.Log(ctx, level, "replayed the changelog", "topic", topic, "from", from, "to", res.Next, "changes", res.Changes, "took", time.Since(start))
 	}
 	return res, nil
 }
