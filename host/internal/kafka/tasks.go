@@ -381,7 +381,7 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 			// 1+j, …, replicas+j after it (round the others), so that
 			// the tasks of a member that dies are spread over the
 			// others, which the balancer then gives them to
-			// (placeOnCopies).
+			// (placeTasks).
 			if (ahead-1-j%others+others)%others < replicas {
 				out = append(out, t)
 			}
