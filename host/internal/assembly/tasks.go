@@ -188,6 +188,10 @@ func (b *builder) decideTasks() error {
 	// checkpoint rather than rolling back, so nothing is done twice.
 	// Exactly once it rolls back as for any move: the transaction's
 	// abort is what puts every partition back where the checkpoint is.
+	// A final commit would not do: the transaction commits the offsets
+	// of everything the client polled, and the poll that brought the new
+	// assignment is not handed out (windows were lost so, in
+	// TestSharedRepartitionCrashRecovery).
 	stop := b.StopRun
 	if b.Config.Checkpoints.Delivery == config.ExactlyOnce {
 		stop = nil
