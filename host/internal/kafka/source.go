@@ -635,6 +635,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	if ctx.Err() != nil {
 		// Whatever this poll returned was never handed out, so it is
 		// not committed and will be read again.
+		r.putBack(fs.RecordIter())
 		return true, r.finish()
 	}
 	s.notePolled(fs)
@@ -650,6 +651,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	}
 	for it := fs.RecordIter(); !it.Done(); {
 		if r.stopped.Load() {
+			r.putBack(it)
 			return true, r.finish()
 		}
 		if err := r.hand(it.Next()); err != nil {
@@ -733,6 +735,30 @@ func (r *sourceRun) boundary() {
 		r.open = r.open[:0]
 	}
 	r.last = -1
+}
+
+// putBack moves the client back to the first of the records left in it,
+// polled but not handed out, when the run stops. Exactly once, the final
+// checkpoint's transaction commits the offsets of everything the client
+// polled (franz-go's uncommitted offsets), which would skip them;
+// moving the client back (SetOffsets, before the poll lets a rebalance
+// proceed) commits the position of the last record handed out. At least
+// once the source commits what was handed out itself.
+func (r *sourceRun) putBack(it *kgo.FetchesRecordIter) {
+	if r.s.txn == nil {
+		return
+	}
+	at := map[string]map[int32]kgo.EpochOffset{}
+	for !it.Done() {
+		kr := it.Next()
+		if at[kr.Topic] == nil {
+			at[kr.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		if _, ok := at[kr.Topic][kr.Partition]; !ok {
+			at[kr.Topic][kr.Partition] = kgo.EpochOffset{Epoch: kr.LeaderEpoch, Offset: kr.Offset}
+		}
+	}
+	r.s.cl.SetOffsets(at)
 }
 
 // finish flushes what was handed out and lets a rebalance proceed.
