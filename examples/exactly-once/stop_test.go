@@ -4,6 +4,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
 // TestStopRestart stops pipeline-shared.yaml cleanly (SIGTERM) at random
@@ -20,7 +22,9 @@ func TestStopRestart(t *testing.T) {
 	var in *sharedInstance
 	for k := range stops + 1 {
 		in = r.start(t, "a", "stop-", "pipeline-shared.yaml")
-		in.waitRead(t, "the instance reading")
+		// Up once it owns its tasks; the stream may be over by the
+		// last restarts on a busy machine.
+		weirtest.PollUntil(t, 60*time.Second, "the instance to own its tasks", func() bool { return len(weirtest.OwnedTasks(in.admin)) > 0 })
 		if k == stops {
 			break
 		}
