@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,5 +441,73 @@ func TestExactlyOnceRebalanceDuringCommit(t *testing.T) {
 			t.Logf("%d transactions committed, %d aborted", run.commits.Load(), run.aborts.Load())
 			r.finish()
 		})
+	}
+}
+
+// TestExactlyOnceStops stops the pipeline again and again while the input
+// flows, each run after a few milliseconds, so that stops come while the
+// source holds records it polled and has not handed out: the run's final
+// checkpoint commits the transaction, which commits the offsets of what
+// the client polled, so the source must move the client back to those
+// records first. The restart must finish with every record once.
+func TestExactlyOnceStops(t *testing.T) {
+	t.Parallel()
+	r := newEOSRig(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	for range 8 {
+		run := r.start()
+		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
+		if _, err := run.stop(t); err != nil {
+			t.Fatalf("a stop under the stream: %v", err)
+		}
+	}
+	r.finish()
+}
+
+// TestExactlyOncePutBack polls records through an exactly-once source's
+// client, hands out only the first few (as a run stopped mid-poll does),
+// moves the client back to the rest (putBack) and commits the
+// transaction: the group's committed offset must be the first record not
+// handed out, not the end of the poll, which the transaction would
+// commit otherwise.
+func TestExactlyOncePutBack(t *testing.T) {
+	t.Parallel()
+	cc := snkCluster(t, map[string]int32{"in": 1})
+	srcProduce(t, cc, srcJSONRecords("in", 0, 50)...)
+	src, err := NewSource(SourceConfig{Name: "in", Client: cc, Topics: []string{"in"}, Group: "putback", Logger: srcQuiet(),
+		MaxPollRecords: 50, Start: StartEarliest, Txn: &TxnConfig{ID: "putback"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	txn := src.Txn()
+	if err := txn.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	src.restoreDone() // as Run does: no checkpoint to restore, the group's offsets stand
+	var polled []*kgo.Record
+	for len(polled) < 20 && ctx.Err() == nil {
+		fs := src.cl.PollRecords(ctx, 50)
+		polled = append(polled, fs.Records()...)
+		if len(polled) < 20 {
+			src.cl.AllowRebalance()
+		}
+	}
+	const handed = 7
+	var rest kgo.Fetches
+	rest = append(rest, kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: "in", Partitions: []kgo.FetchPartition{{Partition: 0, Records: polled[handed:]}}}}})
+	(&sourceRun{s: src}).putBack(rest.RecordIter())
+	src.cl.AllowRebalance()
+	if err := txn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	committed, _ := srcOffsets(t, cc, "putback", "in")
+	if want := polled[handed].Offset; committed[0] != want {
+		t.Errorf("the transaction committed offset %d after %d records were polled and %d handed out; want %d", committed[0], len(polled), handed, want)
 	}
 }
