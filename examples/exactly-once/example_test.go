@@ -151,13 +151,18 @@ func crashRecovery(t *testing.T, mode string) {
 
 	// The run that started without a state directory restores it from
 	// the changelog, unless it was killed before it could; then the next
-	// one does, from an empty directory.
+	// one does, from an empty directory. The replay logs what it read
+	// before the store records it, and the restore's own line comes
+	// after: a run killed between the two restored the state and says so
+	// with the first.
 	restored := false
 	for r := rebuilt; r <= runs && !restored; r++ {
 		log, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("run-%d.log", r)))
-		if i := strings.Index(string(log), `msg="state restored from the changelog"`); i >= 0 {
-			restored = true
-			t.Logf("run %d: %s", r, strings.SplitN(string(log[i:]), "\n", 2)[0])
+		for _, msg := range []string{`msg="state restored from the changelog"`, `msg="replayed the changelog"`} {
+			if i := strings.Index(string(log), msg); i >= 0 && !restored {
+				restored = true
+				t.Logf("run %d: %s", r, strings.SplitN(string(log[i:]), "\n", 2)[0])
+			}
 		}
 	}
 	if !restored {
