@@ -23,7 +23,7 @@ type Proc struct {
 
 // Start runs weir with args and env (nil: the test's environment),
 // logging to dir/name.log. The test's cleanup kills it; if the test
-// failed, the log's last lines go to the test's output and, when
+// failed, the log's last lines above debug go to the test's output and, when
 // $WEIR_TEST_LOGS names a directory, the whole log is copied there, as
 // <test name>.<name>.log.
 func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
@@ -50,10 +50,22 @@ func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
 			keep := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "." + name + ".log"
 			os.WriteFile(filepath.Join(d, keep), b, 0o644)
 		}
-		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-		t.Logf("%s:\n%s", name, strings.Join(lines[max(len(lines)-40, 0):], "\n"))
+		t.Logf("%s:\n%s", name, tail(string(b), 40))
 	})
 	return p
+}
+
+// tail returns the last n lines of a log that are not debug lines (a
+// debug run's last lines are mostly the client's and the store's chatter,
+// and say nothing of what the instance did).
+func tail(log string, n int) string {
+	var keep []string
+	for _, l := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		if !strings.Contains(l, "level=DEBUG") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep[max(len(keep)-n, 0):], "\n")
 }
 
 // Logged reports whether the process's log holds s.

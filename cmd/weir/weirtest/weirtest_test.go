@@ -79,3 +79,23 @@ func TestPollUntil(t *testing.T) {
 		t.Errorf("PollUntil failed with %q; want %q", f.failed, want)
 	}
 }
+
+// TestTail checks what a failed test shows of an instance's log: its
+// last lines above debug, in order.
+func TestTail(t *testing.T) {
+	for _, tc := range []struct {
+		name, log, want string
+		n               int
+	}{
+		{name: "debug dropped", log: "level=INFO a\nlevel=DEBUG b\nlevel=WARN c\n", n: 5, want: "level=INFO a\nlevel=WARN c"},
+		{name: "the last n", log: "level=INFO a\nlevel=INFO b\nweir: failed\n", n: 2, want: "level=INFO b\nweir: failed"},
+		{name: "only debug", log: "level=DEBUG a\n", n: 3, want: ""},
+		{name: "empty", log: "", n: 3, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tail(tc.log, tc.n); got != tc.want {
+				t.Errorf("tail = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
