@@ -121,11 +121,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				return total, nil
 			}
 		case errors.Is(err, kafka.ErrTxnAborted):
-			b, ok := p.opts.Store.(*state.Badger)
-			if !ok {
-				return total, err
-			}
-			if rerr := b.Rollback(); rerr != nil {
+			if rerr := p.rollback(); rerr != nil {
 				return total, fmt.Errorf("%w (and rolling the state back in process failed: %v)", err, rerr)
 			}
 			p.opts.Logger.Warn("the consumer group rebalanced during a transaction, which aborted; "+
@@ -176,7 +172,7 @@ func stalledOut(err error, carry *assembly.Carry) bool {
 // closed, so that the next run joins with a new one, and the store rolls
 // back to its last checkpoint.
 func (p *Pipeline) renewTasks(carry *assembly.Carry) error {
-	if err := carry.Renew(); err != nil {
+	if err := carry.Close(); err != nil {
 		p.opts.Logger.Warn("closing the fenced Kafka source", "pipeline", p.cfg.Name, "error", err)
 	}
 	if err := p.rollback(); err != nil {

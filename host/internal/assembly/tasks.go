@@ -45,7 +45,11 @@ func (c *Carry) drain(stop func()) func() {
 // stopped for it, and the next is built for the tasks owned now.
 func (c *Carry) Moved() bool { return c != nil && c.tasks != nil && c.tasks.Moved() }
 
-// Close closes the carried source: it leaves the group.
+// Close closes the carried source: it leaves the group. The tasks are
+// kept: after a source whose producer the brokers fenced
+// (kafka.ErrFenced) is closed, the next run makes a new one, which joins
+// again (a static member under the same instance id) and moves them at
+// its first assignment.
 func (c *Carry) Close() error {
 	if c == nil || c.source == nil {
 		return nil
@@ -64,18 +68,6 @@ func (c *Carry) Resume(ctx context.Context) error {
 		return nil
 	}
 	return c.source.Txn().Abort(ctx)
-}
-
-// Renew closes the carried source, whose producer the brokers fenced
-// (kafka.ErrFenced), so that the next run makes a new one: it joins the
-// group again (under the same instance id, a static member takes its
-// place back) and initialises the transactional id anew. The tasks are
-// kept, to be moved by the new source's first assignment.
-func (c *Carry) Renew() error {
-	if c == nil {
-		return nil
-	}
-	return c.Close()
 }
 
 // keptSource is a carried Kafka source as one run's engine sees it: the

@@ -277,10 +277,10 @@ func (t *Tasks) moveTo(held, inputs []int32) bool {
 // has its standbys on the replicas members from the (1+j)-th after it,
 // round the others, so that a member's tasks have their copies spread
 // over the other members. It asks the group's coordinator. When a member
-// dies, the group's balancer splits its tasks over the others and places
-// each on a member holding its copy where a swap can (taskBalancer); a
-// task that lands elsewhere is replayed from its whole changelog
-// partition.
+// dies, the group's balancer gives each of its tasks to a member holding
+// its copy unless that member has its balanced share already
+// (placeTasks); a task that lands elsewhere is replayed from its whole
+// changelog partition.
 //
 // It adds the tasks the member warms up (warmupTasks): those a balanced
 // group would give it, which move to it once their copies are warm.

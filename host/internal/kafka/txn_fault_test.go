@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,26 +441,6 @@ func TestExactlyOnceRebalanceDuringCommit(t *testing.T) {
 			r.finish()
 		})
 	}
-}
-
-// TestExactlyOnceStops stops the pipeline again and again while the input
-// flows, each run after a few milliseconds, so that stops come while the
-// source holds records it polled and has not handed out: the run's final
-// checkpoint commits the transaction, which commits the offsets of what
-// the client polled, so the source must move the client back to those
-// records first. The restart must finish with every record once.
-func TestExactlyOnceStops(t *testing.T) {
-	t.Parallel()
-	r := newEOSRig(t)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
-	for range 8 {
-		run := r.start()
-		time.Sleep(time.Duration(20+rng.IntN(60)) * time.Millisecond)
-		if _, err := run.stop(t); err != nil {
-			t.Fatalf("a stop under the stream: %v", err)
-		}
-	}
-	r.finish()
 }
 
 // TestExactlyOncePutBack polls records through an exactly-once source's
