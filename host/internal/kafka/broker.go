@@ -44,7 +44,8 @@ type BrokerConfig struct {
 }
 
 // Broker is an embedded single-node Kafka broker (franz-go's kfake), for
-// pipelines that name no brokers and for tests. Topics are not created
+// pipelines that name no brokers and for tests. Its consumer groups keep
+// a member waiting in a JoinGroup as Kafka does (broker_joins.go). Topics are not created
 // automatically on first use unless BrokerConfig.AutoCreateTopics is set:
 // create them in BrokerConfig.Topics or with CreateTopic.
 //
@@ -56,6 +57,7 @@ type Broker struct {
 	addrs   []string
 	admin   *kadm.Client
 	adminCl *kgo.Client
+	joins   *joinKeeper
 	once    sync.Once
 }
 
@@ -86,8 +88,13 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, fmt.Errorf("kafka broker: %w", err)
 	}
 	b := &Broker{c: c, log: log, addrs: c.ListenAddrs()}
+	if b.joins, err = startJoinKeeper(c, b.addrs, log); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("kafka broker: %w", err)
+	}
 	b.adminCl, err = kgo.NewClient(kgo.SeedBrokers(b.addrs...), kgo.ClientID("weir-broker-admin"))
 	if err != nil {
+		b.joins.close()
 		c.Close()
 		return nil, fmt.Errorf("kafka broker: %w", err)
 	}
@@ -178,6 +185,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, partitions int32)
 func (b *Broker) Close() {
 	b.once.Do(func() {
 		b.adminCl.Close()
+		b.joins.close()
 		b.c.Close()
 	})
 }
