@@ -87,7 +87,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		switch {
 		case err == nil:
 			return total, nil
-		case ctx.Err() != nil && (errors.Is(err, kafka.ErrTasksChanged) || errors.Is(err, kafka.ErrTxnAborted) || stalledOut(err, carry)):
+		case ctx.Err() != nil && (errors.Is(err, kafka.ErrTasksChanged) || errors.Is(err, kafka.ErrTxnAborted) || stalledOut(ctx, err, carry)):
 			// Stopped while the group moved tasks: the final checkpoint
 			// gave way, as a rollback does, and whoever owns the tasks
 			// next continues from the last one. Not a failure.
@@ -97,12 +97,12 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		case ctx.Err() != nil:
 			return total, err
 		case errors.Is(err, errRouteDrained):
-			p.opts.Logger.Info("the run applied what the repartition topic held and stopped at a checkpoint; starting again, routing the key_by in process",
+			p.opts.Logger.Info("the run stopped at a checkpoint, nothing in the repartition topic left in the way; starting again, to route the key_by in process",
 				"pipeline", p.cfg.Name)
 		case errors.Is(err, errTasksGained):
 			p.opts.Logger.Info("the consumer group gave this instance tasks; the run stopped at a checkpoint and starts again for its tasks",
 				"pipeline", p.cfg.Name)
-		case stalledOut(err, carry):
+		case stalledOut(ctx, err, carry):
 			if rerr := p.renewTasks(carry); rerr != nil {
 				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
 			}
@@ -138,7 +138,8 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 var errTasksGained = errors.New("the consumer group gave this instance tasks")
 
 // errRouteDrained ends a run, at its final checkpoint, that owned every
-// task and has applied what its repartition topic held: the next routes
+// task and has applied what its repartition topic held, or whose input
+// caught up with what the topic's tables applied: the next may route
 // the key_by's records in process.
 var errRouteDrained = errors.New("the repartition topic is drained")
 
@@ -163,9 +164,18 @@ func (p *Pipeline) resumeTasks(ctx context.Context, carry *assembly.Carry) error
 // instance stalled (a pause longer than its session and transaction
 // timeouts), the group gave its tasks to others, and the brokers aborted
 // its transaction. Its last checkpoint stands; the tasks continue from it.
-func stalledOut(err error, carry *assembly.Carry) bool {
-	return errors.Is(err, kafka.ErrFenced) && carry.Moved()
+//
+// The brokers' refusal may reach the run before the group's callback
+// says the tasks moved (both follow the resume), so a fenced run waits
+// for the group's word, up to stallVerdict, or less if ctx ends.
+func stalledOut(ctx context.Context, err error, carry *assembly.Carry) bool {
+	return errors.Is(err, kafka.ErrFenced) && carry.WaitMoved(ctx, stallVerdict)
 }
+
+// stallVerdict bounds how long a fenced run waits for the consumer group
+// to say whether it moved the instance's tasks (stalledOut): a resumed
+// member learns at its next heartbeat, seconds after the resume.
+const stallVerdict = 15 * time.Second
 
 // renewTasks gets a pipeline sharing its group by task ready to run again
 // after it stalled out of its group (stalledOut): its fenced client is
@@ -271,8 +281,9 @@ func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Su
 		// checkpointed, and the next one takes them on.
 		err = errTasksGained
 	case carry.Drained():
-		// The run applied what the repartition topic held and stopped
-		// at a checkpoint: the next routes the key_by in process.
+		// The run applied what the repartition topic held, or caught
+		// up with its tables, and stopped at a checkpoint: the next may
+		// route the key_by in process.
 		err = errRouteDrained
 	}
 	return Summary{Stages: p.stageCounts(es), DeadLetter: es.DeadLetter}, err

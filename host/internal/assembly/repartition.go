@@ -82,7 +82,10 @@ func (b *builder) repartition(ctx context.Context) error {
 // (kafka.InProcessUnread); then, if the topic's records are all that
 // stands in the way, the run reads them alone, the input paused, and
 // stops once it has (Carry.Drained), so that the next may route in
-// process.
+// process. A run whose input resumes before what the topic's tables
+// applied (at least once, a commit to the group that failed) goes
+// through the topic, which drops the records read again as repeats,
+// and stops once its input has passed them, for the same reason.
 func (b *builder) route(ctx context.Context, log *slog.Logger) (kafka.Route, error) {
 	if b.Config.Operators[b.repartAt].Repartition == config.RepartitionAlways || !b.Carry.tasks.HoldsAll(b.repartParts, b.repartInputs) {
 		return kafka.Route{}, nil
@@ -101,6 +104,10 @@ func (b *builder) route(ctx context.Context, log *slog.Logger) (kafka.Route, err
 		log.Info("this instance owns every task: it first applies what the repartition topic holds, its input paused, and then routes the key_by's records in process: "+un.Why,
 			"partitions", b.repartParts)
 		return kafka.Route{Drain: un.Records, Drained: b.Carry.drain(b.StopRun)}, nil
+	case un.Ahead != nil:
+		log.Info("this instance owns every task, but the key_by's records go through the repartition topic until its input is past what the topic's tables applied: "+un.Why,
+			"partitions", b.repartParts)
+		return kafka.Route{CatchUp: un.Ahead, CaughtUp: b.Carry.drain(b.StopRun)}, nil
 	case un.Why != "":
 		log.Info("this instance owns every task, but the key_by's records go through the repartition topic for this run: "+un.Why,
 			"partitions", b.repartParts)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/kafka"
@@ -25,7 +26,8 @@ type Carry struct {
 }
 
 // Drained reports whether the last run stopped because it had read what
-// its repartition topic held, so that the next routes in process; it
+// its repartition topic held, or its input had caught up with what the
+// topic's tables applied, so that the next may route in process; it
 // forgets it.
 func (c *Carry) Drained() bool { return c != nil && c.drained.Swap(false) }
 
@@ -44,6 +46,23 @@ func (c *Carry) drain(stop func()) func() {
 // since the last run was built: a run that ended without an error then
 // stopped for it, and the next is built for the tasks owned now.
 func (c *Carry) Moved() bool { return c != nil && c.tasks != nil && c.tasks.Moved() }
+
+// WaitMoved waits until the group has moved tasks to or from the
+// instance (Moved), for at most d, or until ctx ends, and reports
+// whether it has.
+func (c *Carry) WaitMoved(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !c.Moved() {
+		if ctx.Err() != nil || !time.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	return true
+}
 
 // Close closes the carried source: it leaves the group. The tasks are
 // kept: after a source whose producer the brokers fenced

@@ -29,8 +29,9 @@ type batch struct {
 	// positions holds, per source partition, the highest offset in the
 	// batch, for sources that commit (see Acker).
 	positions []Position
-	// announce lists partitions the source began to read (see Out.Announce).
-	announce []partKey
+	// announce lists partitions the source began to read (see Out.Announce
+	// and Out.AnnounceFrom).
+	announce []partAnnounce
 	// promises lists the event times partitions of repartition topics
 	// reached (see Out.PartitionTime).
 	promises []partPromise

@@ -164,15 +164,31 @@ func (w *watermarks) tracking(i int, topic string) *sourceTime {
 	return w.sources[i]
 }
 
+// partAnnounce is a partition a source began to read, and the watermark
+// it is known to be at (Out.AnnounceFrom), or NoWatermark.
+type partAnnounce struct {
+	k  partKey
+	wm int64
+}
+
 // announce notes partitions source i began to read, which hold the
 // watermark back until they show a record or go idle (or, of a
-// repartition topic, until they are promised an event time).
-func (w *watermarks) announce(i int, parts []partKey) {
+// repartition topic, until they are promised an event time); one
+// announced at a known watermark holds it at that.
+func (w *watermarks) announce(i int, parts []partAnnounce) {
 	now := w.now()
-	for _, k := range parts {
-		s := w.tracking(i, k.topic)
-		if s.et != nil && s.parts[k] == nil {
-			s.parts[k] = &partTime{max: NoWatermark, lastSeen: now}
+	for _, a := range parts {
+		s := w.tracking(i, a.k.topic)
+		if s.et == nil {
+			continue
+		}
+		p := s.parts[a.k]
+		if p == nil {
+			p = &partTime{max: NoWatermark, lastSeen: now}
+			s.parts[a.k] = p
+		}
+		if ooo := s.et.MaxOutOfOrderness.Milliseconds(); a.wm != NoWatermark && a.wm <= math.MaxInt64-ooo {
+			p.max = max(p.max, a.wm+ooo) // the partition's watermark is max - ooo
 		}
 	}
 }

@@ -223,7 +223,7 @@ func TestPartitionWatermarks(t *testing.T) {
 	clock := func() time.Time { return now }
 	et := &EventTime{MaxOutOfOrderness: 5 * time.Millisecond, IdleTimeout: time.Second}
 	w := newWatermarks([]*EventTime{et}, 1, []string{"rp"}, clock)
-	w.announce(0, []partKey{{"in", 0}, {"in", 1}, {"in", 2}, {"rp", 0}})
+	w.announce(0, []partAnnounce{{partKey{"in", 0}, NoWatermark}, {partKey{"in", 1}, NoWatermark}, {partKey{"in", 2}, NoWatermark}, {partKey{"rp", 0}, NoWatermark}})
 	rec := func(part int32, ts int64) record.Record {
 		return record.Record{Timestamp: ts, Origin: record.Origin{Topic: "in", Partition: part}}
 	}
@@ -248,5 +248,37 @@ func TestPartitionWatermarks(t *testing.T) {
 	}
 	if got := w.repartition(0); got != NoWatermark {
 		t.Errorf("repartition watermark %d before any promise", got)
+	}
+}
+
+// TestAnnounceFrom: a partition announced at a known watermark (a run
+// resuming a partition another instance read to its end) holds the
+// watermark at that, not back, until it shows records, which move it on
+// from there; one announced without holds it back.
+func TestAnnounceFrom(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	clock := func() time.Time { return now }
+	et := &EventTime{MaxOutOfOrderness: 5 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		from   int64
+		before int64 // the watermark before partition 1 shows a record
+	}{
+		{"known", 200, 200},
+		{"below the others", 40, 40},
+		{"not known", NoWatermark, NoWatermark},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWatermarks([]*EventTime{et}, 1, nil, clock)
+			w.announce(0, []partAnnounce{{partKey{"in", 0}, NoWatermark}, {partKey{"in", 1}, tc.from}})
+			w.observe(0, []record.Record{{Timestamp: 305, Origin: record.Origin{Topic: "in", Partition: 0}}})
+			if got := w.current(); got != min(tc.before, 300) {
+				t.Fatalf("watermark %d, want %d", got, min(tc.before, 300))
+			}
+			w.observe(0, []record.Record{{Timestamp: 1005, Origin: record.Origin{Topic: "in", Partition: 1}}})
+			if got := w.current(); got != 300 {
+				t.Errorf("after partition 1 showed a record: watermark %d, want 300", got)
+			}
+		})
 	}
 }

@@ -146,12 +146,21 @@ func (b *batch) track(o record.Origin) {
 // idle), it holds the watermark back, so that its first records are not
 // late only because another partition was read first.
 func (o *Out) Announce(topic string, partition int32) error {
+	return o.AnnounceFrom(topic, partition, NoWatermark)
+}
+
+// AnnounceFrom is Announce for a partition whose watermark is known to
+// be at least wm before its next record (NoWatermark: not known): as far
+// as an earlier reader of it promised, where this run resumes a
+// partition another instance read to its end. It holds the watermark at
+// wm, not back, until the partition shows a record or goes idle.
+func (o *Out) AnnounceFrom(topic string, partition int32, wm int64) error {
 	if o.cur == nil {
 		if err := o.take(); err != nil {
 			return err
 		}
 	}
-	o.cur.announce = append(o.cur.announce, partKey{topic, partition})
+	o.cur.announce = append(o.cur.announce, partAnnounce{partKey{topic, partition}, wm})
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,9 +55,16 @@ type InProcessCheck struct {
 // the repartition topic stand in the way, how many each partition holds
 // (Records), which a run reading nothing else can apply first
 // (Route.Drain).
+//
+// Ahead, when upstream tables applied input partitions past where the
+// run resumes them, gives for each such input partition the last offset
+// applied: once the run's input has passed every one of them (the
+// records between read again, and dropped as repeats by the topic's
+// reader), a later run may route in process (Route.CatchUp).
 type Unread struct {
 	Why     string
 	Records map[int32]int
+	Ahead   map[int32]int64
 }
 
 // InProcessUnread returns why a run that owns every task may not route
@@ -90,8 +98,8 @@ func InProcessUnread(ctx context.Context, c InProcessCheck) (Unread, error) {
 	if err != nil {
 		return Unread{}, err
 	}
-	if why := appliedAhead(ups, committed, c.Input); why != "" {
-		return Unread{Why: why}, nil
+	if why, ahead := appliedAhead(ups, committed, c.Input); why != "" {
+		return Unread{Why: why, Ahead: ahead}, nil
 	}
 	from := map[int32]int64{}
 	for p := range c.Partitions {
@@ -159,17 +167,23 @@ func snapshotTopic(b json.RawMessage, topic string) (map[int32]int64, map[int32]
 
 // appliedAhead returns why the upstream tables ups record an input
 // record applied at or past where its partition of input resumes (the
-// group's offset), or "".
-func appliedAhead(ups map[int32]*upstreamTimes, committed kadm.OffsetResponses, input string) string {
-	for q, u := range ups {
-		for t, pos := range u.seen {
+// group's offset), or "", and for each input partition so applied the
+// last offset applied.
+func appliedAhead(ups map[int32]*upstreamTimes, committed kadm.OffsetResponses, input string) (why string, ahead map[int32]int64) {
+	for _, q := range slices.Sorted(maps.Keys(ups)) {
+		for t, pos := range ups[q].seen {
 			o, ok := committed.Lookup(input, t)
-			if !ok || pos.offset >= o.At {
-				return fmt.Sprintf("partition %d of the repartition topic applied input partition %d up to offset %d, past where the run resumes it", q, t, pos.offset)
+			if ok && pos.offset < o.At {
+				continue
 			}
+			if why == "" {
+				why = fmt.Sprintf("partition %d of the repartition topic applied input partition %d up to offset %d, past where the run resumes it", q, t, pos.offset)
+				ahead = map[int32]int64{}
+			}
+			ahead[t] = max(ahead[t], pos.offset)
 		}
 	}
-	return ""
+	return why, ahead
 }
 
 // unreadRecords counts, by partition, the records of topic (watermark
@@ -244,6 +258,23 @@ func (s *Source) inProcessTables() {
 	}
 }
 
+// upstreamWatermark returns the least watermark the repartition topic's
+// tables hold for input partition t, over the partitions that hold one,
+// or engine.NoWatermark for none: every reader of the topic was promised
+// that much of t. Call with mu held.
+func (s *Source) upstreamWatermark(t int32) int64 {
+	wm, found := int64(math.MaxInt64), false
+	for _, u := range s.upstream {
+		if v, ok := u.wm[t]; ok {
+			wm, found = min(wm, v), true
+		}
+	}
+	if !found {
+		return engine.NoWatermark
+	}
+	return wm
+}
+
 // SnapshotWatermarks implements engine.WatermarkSnapshotter: a run
 // routing in process keeps its input partitions' watermarks in the
 // repartition topic's upstream tables; another asks for none.
@@ -276,6 +307,14 @@ type Route struct {
 	// covers them): the next run may then route in process.
 	Drain   map[int32]int
 	Drained func()
+	// CatchUp, for a run owning every task that goes through the topic
+	// only because upstream tables applied input partitions ahead of it
+	// (Unread.Ahead), makes the source call CaughtUp at the first
+	// checkpoint whose offsets of those partitions are past them, and
+	// whose commit to the group succeeded: the next run may then route
+	// in process, once it has read what the topic holds.
+	CatchUp  map[int32]int64
+	CaughtUp func()
 }
 
 // SetRoute sets, before a Run, how that run treats the repartition topic.
@@ -286,6 +325,7 @@ func (s *Source) SetRoute(rt Route) {
 		s.routeParts, s.routeInputs = rt.Tasks, rt.Inputs
 	}
 	s.drainLeft, s.drained, s.drainUntil = maps.Clone(rt.Drain), rt.Drained, time.Now().Add(drainTimeout)
+	s.catchUp, s.caughtUp = maps.Clone(rt.CatchUp), rt.CaughtUp
 	s.mu.Unlock()
 	if s.repartition == "" {
 		return
@@ -349,4 +389,39 @@ func (s *Source) noteDrained(fs kgo.Fetches) {
 	if done != nil {
 		done()
 	}
+}
+
+// noteCaughtUp calls Route.CaughtUp once the checkpoint just committed
+// to the group has passed, in every input partition of Route.CatchUp,
+// the offset given there.
+func (s *Source) noteCaughtUp() {
+	s.mu.Lock()
+	if len(s.catchUp) == 0 || s.caughtUp == nil {
+		s.mu.Unlock()
+		return
+	}
+	for t, off := range s.catchUp {
+		p := s.parts[srcTP{s.inputTopic(), t}]
+		if p == nil || !p.owned || p.commit.Offset <= off {
+			s.mu.Unlock()
+			return
+		}
+	}
+	done := s.caughtUp
+	s.catchUp, s.caughtUp = nil, nil
+	s.mu.Unlock()
+	s.log.Info("kafka source: the input is past what the repartition topic's tables applied ahead of it; the run stops at a checkpoint, and the next routes in process once it has read what the topic holds", "topic", s.repartition)
+	done()
+}
+
+// inputTopic returns the topic, of a source reading a repartition topic,
+// that is not the repartition topic. Call with mu held or not: topics do
+// not change.
+func (s *Source) inputTopic() string {
+	for _, t := range s.topics {
+		if t != s.repartition {
+			return t
+		}
+	}
+	return ""
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/host/internal/engine"
 )
 
 // TestInProcessUnread checks what keeps a run owning every task from
@@ -95,17 +97,46 @@ func TestInProcessUnread(t *testing.T) {
 	if un := check(true, past); !maps.Equal(un.Records, map[int32]int{2: 3}) {
 		t.Errorf("exactly once, where the checkpoint says the group's offsets stand: %+v, want partition 2's 3 records", un)
 	}
-	ahead := map[string]map[string]int64{"rp": {"2": 99, "0": 2, "0:of": 3, "0:1.o": 5, "0:1.i": 0}}
-	if un := check(false, ahead); un.Why == "" || un.Records != nil {
-		t.Errorf("input partition 1 applied at the group's offset: %+v, want a reason and no records to drain", un)
+	ahead := map[string]map[string]int64{"rp": {"2": 99, "0": 2, "0:of": 3, "0:1.o": 5, "0:1.i": 0, "2:of": 3, "2:1.o": 7}}
+	if un := check(false, ahead); un.Why == "" || un.Records != nil || !maps.Equal(un.Ahead, map[int32]int64{1: 7}) {
+		t.Errorf("input partition 1 applied at and past the group's offset: %+v, want a reason, no records to drain and partition 1 ahead up to 7", un)
 	}
-	ahead["rp"]["0:1.o"] = 4
-	if un := check(false, ahead); un.Why != "" {
+	ahead["rp"]["0:1.o"], ahead["rp"]["2:1.o"] = 4, 3
+	if un := check(false, ahead); un.Why != "" || un.Ahead != nil {
 		t.Errorf("input partition 1 applied before the group's offset: %+v, want nothing in the way", un)
 	}
 	ahead["rp"]["1:2.o"] = 0 // input partition 2 has no offset in the group
-	if un := check(false, ahead); un.Why == "" {
-		t.Error("an input partition applied that the group has no offset for: nothing in the way, want a reason")
+	if un := check(false, ahead); un.Why == "" || !maps.Equal(un.Ahead, map[int32]int64{2: 0}) {
+		t.Errorf("an input partition applied that the group has no offset for: %+v, want a reason and partition 2 ahead up to 0", un)
+	}
+}
+
+// TestNoteCaughtUp: a run catching up with the repartition topic's
+// tables (Route.CatchUp) is told so at the first checkpoint whose offsets
+// of every partition ahead are past the offsets applied, and only once.
+func TestNoteCaughtUp(t *testing.T) {
+	s := &Source{topics: []string{"in", "rp"}, repartition: "rp", log: slog.New(slog.DiscardHandler), parts: map[srcTP]*srcPart{}}
+	at := func(p int32, off int64) {
+		s.parts[srcTP{"in", p}] = &srcPart{owned: true, commit: kgo.EpochOffset{Offset: off}}
+	}
+	calls := 0
+	s.catchUp, s.caughtUp = map[int32]int64{0: 10, 2: 4}, func() { calls++ }
+	for _, step := range []struct {
+		name  string
+		set   func()
+		calls int
+	}{
+		{"nothing read yet", func() {}, 0},
+		{"partition 0 at the offset applied", func() { at(0, 10); at(2, 9) }, 0},
+		{"partition 0 past it, partition 2 not owned", func() { at(0, 11); s.parts[srcTP{"in", 2}].owned = false }, 0},
+		{"both past", func() { at(2, 5) }, 1},
+		{"a later checkpoint", func() { at(0, 20) }, 1},
+	} {
+		step.set()
+		s.noteCaughtUp()
+		if calls != step.calls {
+			t.Fatalf("%s: CaughtUp called %d times, want %d", step.name, calls, step.calls)
+		}
 	}
 }
 
@@ -145,5 +176,24 @@ func TestHoldsAll(t *testing.T) {
 				t.Errorf("HoldsAll = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUpstreamWatermark: an input partition's watermark from the
+// repartition topic's tables, for a run routing in process, is the least
+// any partition's table holds for it, or none when none does.
+func TestUpstreamWatermark(t *testing.T) {
+	s := &Source{upstream: map[int32]*upstreamTimes{
+		0: {of: 3, wm: map[int32]int64{0: 500, 1: 70}},
+		1: {of: 3, wm: map[int32]int64{0: 400}},
+		2: {of: 3},
+	}}
+	for _, tc := range []struct {
+		input int32
+		want  int64
+	}{{0, 400}, {1, 70}, {2, engine.NoWatermark}} {
+		if got := s.upstreamWatermark(tc.input); got != tc.want {
+			t.Errorf("input partition %d: %d, want %d", tc.input, got, tc.want)
+		}
 	}
 }

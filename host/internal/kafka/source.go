@@ -305,6 +305,10 @@ type Source struct {
 	drainLeft  map[int32]int
 	drained    func()
 	drainUntil time.Time
+	// catchUp and caughtUp are a catching up run's (Route.CatchUp);
+	// guarded by mu.
+	catchUp  map[int32]int64
+	caughtUp func()
 	// resetOffset is where a partition without a committed offset starts
 	// (SourceConfig.Start); a repartition topic's start at the beginning.
 	resetOffset kgo.Offset
@@ -335,7 +339,11 @@ type Source struct {
 	gotParts       chan struct{} // signalled when partitions are assigned, for watchAssignment
 	sessionTimeout time.Duration // SourceConfig.SessionTimeout
 
-	ran       atomic.Bool
+	ran atomic.Bool
+	// hurry is set when a rebalance waits for the poll being handed out
+	// (kgo.OnPartitionsCallbackBlocked): Run puts the rest of it back and
+	// lets the rebalance go on.
+	hurry     atomic.Bool
 	stop      chan struct{} // closed by Close: stop the commit loop
 	loopDone  chan struct{}
 	bgCtx     context.Context    // of background work, cancelled by bgCancel
@@ -497,6 +505,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
+		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { s.hurry.Store(true) }),
 		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcOr(cfg.FetchMaxBytes, srcDefaultFetchMaxBytes)),
@@ -631,6 +640,7 @@ type sourceRun struct {
 // poll polls once and hands out what it got; done ends Run, with err.
 func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	s := r.s
+	s.hurry.Store(false) // a rebalance blocked from here on waits for this poll
 	fs := s.cl.PollRecords(r.out.PollContext(pollCtx), s.maxPoll)
 	if ctx.Err() != nil {
 		// Whatever this poll returned was never handed out, so it is
@@ -649,10 +659,18 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		r.finish()
 		return true, fatal
 	}
+	hurried := false
 	for it := fs.RecordIter(); !it.Done(); {
 		if r.stopped.Load() {
 			r.putBack(it)
 			return true, r.finish()
+		}
+		if r.hurried() {
+			// A rebalance waits for this poll: the rest of it is read
+			// again after it, by whichever member owns it then.
+			r.moveBack(it)
+			hurried = true
+			break
 		}
 		if err := r.hand(it.Next()); err != nil {
 			return true, err
@@ -661,7 +679,9 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	if err := r.finish(); err != nil {
 		return true, err
 	}
-	s.noteDrained(fs)
+	if !hurried {
+		s.noteDrained(fs)
+	}
 	if r.ends.done() {
 		s.log.Info("kafka source: reached the end offsets; stopping", "stop_at", "latest")
 		return true, nil
@@ -680,10 +700,20 @@ func (r *sourceRun) takeAssignment() error {
 	announce := s.assigned
 	s.assigned = nil
 	notSole := s.notSole
+	from := make([]int64, len(announce))
+	for i := range from {
+		from[i] = engine.NoWatermark
+	}
 	if s.routeParts > 0 {
 		// Routing in process, the repartition topic is not read: its
-		// partitions hold no event time back.
+		// partitions hold no event time back. An input partition
+		// starts where the topic's tables say its last reader had
+		// read it, so that one another instance read to its end does
+		// not hold the watermark back for good.
 		announce = slices.DeleteFunc(announce, func(tp srcTP) bool { return tp.topic == s.repartition })
+		for i, tp := range announce {
+			from[i] = s.upstreamWatermark(tp.partition)
+		}
 	}
 	s.mu.Unlock()
 	if notSole != nil {
@@ -699,8 +729,8 @@ func (r *sourceRun) takeAssignment() error {
 		}
 		return fmt.Errorf("kafka source %q: %w", s.name, ErrTasksChanged)
 	}
-	for _, tp := range announce {
-		if err := r.out.Announce(tp.topic, tp.partition); err != nil {
+	for i, tp := range announce {
+		if err := r.out.AnnounceFrom(tp.topic, tp.partition, from[i]); err != nil {
 			return err
 		}
 	}
@@ -748,6 +778,28 @@ func (r *sourceRun) putBack(it *kgo.FetchesRecordIter) {
 	if r.s.txn == nil {
 		return
 	}
+	r.moveBack(it)
+}
+
+// hurried reports whether a rebalance waits for the poll being handed
+// out (Source.hurry), and the run may stop handing it out: not while it
+// drains the repartition topic, whose count of records read is kept by
+// whole polls (noteDrained).
+func (r *sourceRun) hurried() bool {
+	s := r.s
+	if !s.hurry.Load() {
+		return false
+	}
+	s.mu.Lock()
+	draining := len(s.drainLeft) > 0
+	s.mu.Unlock()
+	return !draining
+}
+
+// moveBack moves the client back to the first of the records left in
+// it, so that the next poll, or the transaction's commit of the polled
+// offsets, starts there.
+func (r *sourceRun) moveBack(it *kgo.FetchesRecordIter) {
 	at := map[string]map[int32]kgo.EpochOffset{}
 	for !it.Done() {
 		kr := it.Next()

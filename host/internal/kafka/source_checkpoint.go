@@ -109,12 +109,16 @@ func (s *Source) Restore(b json.RawMessage) error {
 // the checkpoint, not from the group's offsets.
 func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) error {
 	s.purgeRepartition()
-	if !s.checkpointed || s.txn != nil {
+	if !s.checkpointed {
 		return nil
 	}
-	if err := s.commit(ctx, nil); err != nil {
-		s.log.Warn("kafka source: committing offsets after a checkpoint", "group", s.group, "epoch", cp.Epoch, "error", err)
+	if s.txn == nil {
+		if err := s.commit(ctx, nil); err != nil {
+			s.log.Warn("kafka source: committing offsets after a checkpoint", "group", s.group, "epoch", cp.Epoch, "error", err)
+			return nil
+		}
 	}
+	s.noteCaughtUp()
 	return nil
 }
 

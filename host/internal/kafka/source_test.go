@@ -321,6 +321,21 @@ func srcNewSource(tb testing.TB, cc ClientConfig, group, topic string, edit func
 	return s
 }
 
+// srcWaitAll waits until the sinks together hold each of the records
+// {"i":0} to {"i":total-1}.
+func srcWaitAll(t *testing.T, total int, sinks ...*srcSink) {
+	t.Helper()
+	weirtest.PollUntil(t, 90*time.Second, "every record", func() bool {
+		seen := map[int]bool{}
+		for _, s := range sinks {
+			for _, r := range s.records() {
+				seen[srcValueID(t, r.Value)] = true
+			}
+		}
+		return len(seen) == total
+	})
+}
+
 // srcValueID returns the "i" of a {"i":n} value.
 func srcValueID(tb testing.TB, v []byte) int {
 	tb.Helper()
@@ -595,15 +610,7 @@ func TestSourceRebalance(t *testing.T) {
 	// The waits are long for a loaded machine (the race pass runs beside
 	// the others): the rebalance waits for the first member's revocation.
 	weirtest.PollUntil(t, 90*time.Second, "the second member to get partitions", func() bool { return sinkB.count.Load() > 0 })
-	weirtest.PollUntil(t, 90*time.Second, "every record", func() bool {
-		seen := map[int]bool{}
-		for _, s := range []*srcSink{sinkA, sinkB} {
-			for _, r := range s.records() {
-				seen[srcValueID(t, r.Value)] = true
-			}
-		}
-		return len(seen) == total
-	})
+	srcWaitAll(t, total, sinkA, sinkB)
 	for _, r := range []*srcRun{runB, runA} {
 		if _, err := r.stop(t); err != nil {
 			t.Fatalf("Run: %v", err)
@@ -1005,5 +1012,46 @@ func TestSourceCommitBookkeeping(t *testing.T) {
 				t.Errorf("commit offsets %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSourceHurriesForRebalance: member A hands a large poll to a slow
+// pipeline when B joins. The rebalance waits for A's poll
+// (BlockRebalanceOnPoll), so A puts back what it has not handed out and
+// lets it go on: B reads before A has handed out its first poll, and
+// every record is read, the ones put back included, with the group's
+// offsets at the ends.
+func TestSourceHurriesForRebalance(t *testing.T) {
+	t.Parallel()
+	_, cc := srcBroker(t, map[string]int32{"events": 2})
+	const total, maxPoll = 4000, 2000
+	srcProduce(t, cc, srcJSONRecords("events", 0, total)...)
+	slow := func(c *SourceConfig) { c.MaxPollRecords = maxPoll }
+	sinkA := &srcSink{keep: true, delay: 50 * time.Millisecond}
+	srcA := srcNewSource(t, cc, "g", "events", slow)
+	runA := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcA}, Sinks: []engine.Sink{sinkA}, BatchSize: 10})
+	weirtest.PollUntil(t, 20*time.Second, "the first member to read", func() bool { return sinkA.count.Load() > 0 })
+
+	sinkB := &srcSink{keep: true}
+	srcB := srcNewSource(t, cc, "g", "events", slow)
+	runB := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcB}, Sinks: []engine.Sink{sinkB}, BatchSize: 10})
+	var aWhenB int64
+	weirtest.PollUntil(t, 90*time.Second, "the second member to read", func() bool {
+		aWhenB = sinkA.count.Load()
+		return sinkB.count.Load() > 0
+	})
+	if aWhenB >= maxPoll {
+		t.Errorf("the first member had handed out %d records when the second read: the rebalance waited for its whole poll of up to %d", aWhenB, maxPoll)
+	}
+	srcWaitAll(t, total, sinkA, sinkB)
+	for _, r := range []*srcRun{runB, runA} {
+		if _, err := r.stop(t); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	}
+	t.Logf("the first member had handed out %d records when the second read; A read %d, B %d", aWhenB, sinkA.count.Load(), sinkB.count.Load())
+	committed, ends := srcOffsets(t, cc, "g", "events")
+	if fmt.Sprint(committed) != fmt.Sprint(ends) {
+		t.Errorf("committed %v, want the end offsets %v", committed, ends)
 	}
 }
