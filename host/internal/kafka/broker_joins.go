@@ -49,10 +49,11 @@ type joinKeeper struct {
 // memberKey names a member of a group.
 type memberKey struct{ group, member string }
 
-// memberGen is the generation a member last said it is in.
+// memberGen is the generation a member last said it is in, and when.
 type memberGen struct {
 	gen      int32
 	instance *string
+	at       time.Time
 }
 
 // joinWait is a member waiting in a JoinGroup: until when it may, how
@@ -63,8 +64,13 @@ type joinWait struct {
 	inFlight    bool
 }
 
-// joinKeeperTick is how often the keeper looks for heartbeats due.
-const joinKeeperTick = 200 * time.Millisecond
+// joinKeeperTick is how often the keeper looks for heartbeats due;
+// joinKeeperForget is how long it remembers a member that said nothing
+// (one that died without leaving: heartbeats come every few seconds).
+const (
+	joinKeeperTick   = 200 * time.Millisecond
+	joinKeeperForget = 10 * time.Minute
+)
 
 // startJoinKeeper installs the keeper's control functions on c, whose
 // clients reach it at addrs, and starts its heartbeats.
@@ -108,7 +114,7 @@ func startJoinKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger) (*joinK
 func (k *joinKeeper) sawGeneration(key memberKey, gen int32, instance *string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.gens[key] = memberGen{gen: gen, instance: instance}
+	k.gens[key] = memberGen{gen: gen, instance: instance, at: time.Now()}
 }
 
 // joining notes a known member's JoinGroup: the keeper heartbeats for it
@@ -165,11 +171,17 @@ func (k *joinKeeper) run() {
 }
 
 // due returns the waiting members to heartbeat for now, forgetting
-// those past their rebalance timeout.
+// those past their rebalance timeout, and the members silent for
+// joinKeeperForget.
 func (k *joinKeeper) due(now time.Time) map[memberKey]memberGen {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	var out map[memberKey]memberGen
+	for key, mg := range k.gens {
+		if now.Sub(mg.at) > joinKeeperForget && k.waiting[key] == nil {
+			delete(k.gens, key)
+		}
+	}
 	for key, w := range k.waiting {
 		switch {
 		case now.After(w.until):
