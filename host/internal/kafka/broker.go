@@ -88,7 +88,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, fmt.Errorf("kafka broker: %w", err)
 	}
 	b := &Broker{c: c, log: log, addrs: c.ListenAddrs()}
-	if b.joins, err = startJoinKeeper(c, b.addrs, log); err != nil {
+	if b.joins, err = startJoinKeeper(c, b.addrs, log, joinKeeperForget); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("kafka broker: %w", err)
 	}

@@ -35,8 +35,9 @@ import (
 // Its control functions run on the broker's loop, one at a time; the
 // heartbeats go from its own goroutine. It lives as long as the broker.
 type joinKeeper struct {
-	cl  *kgo.Client
-	log *slog.Logger
+	cl    *kgo.Client
+	log   *slog.Logger
+	renew time.Duration // how often observe replaces its control functions
 
 	mu      sync.Mutex
 	gens    map[memberKey]memberGen
@@ -74,41 +75,54 @@ const (
 
 // startJoinKeeper installs the keeper's control functions on c, whose
 // clients reach it at addrs, and starts its heartbeats.
-func startJoinKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger) (*joinKeeper, error) {
+func startJoinKeeper(c *kfake.Cluster, addrs []string, log *slog.Logger, renew time.Duration) (*joinKeeper, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("weir-broker-join-keeper"))
 	if err != nil {
 		return nil, err
 	}
-	k := &joinKeeper{cl: cl, log: log, gens: map[memberKey]memberGen{}, waiting: map[memberKey]*joinWait{},
+	k := &joinKeeper{cl: cl, log: log, renew: renew, gens: map[memberKey]memberGen{}, waiting: map[memberKey]*joinWait{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	c.ControlKey(kmsg.Heartbeat.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+	k.observe(c, kmsg.Heartbeat, func(r kmsg.Request) {
 		if req, ok := r.(*kmsg.HeartbeatRequest); ok {
 			k.sawGeneration(memberKey{req.Group, req.MemberID}, req.Generation, req.InstanceID)
 		}
-		return nil, nil, false
 	})
-	c.ControlKey(kmsg.SyncGroup.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+	k.observe(c, kmsg.SyncGroup, func(r kmsg.Request) {
 		if req, ok := r.(*kmsg.SyncGroupRequest); ok {
 			key := memberKey{req.Group, req.MemberID}
 			k.joined(key)
 			k.sawGeneration(key, req.Generation, req.InstanceID)
 		}
-		return nil, nil, false
 	})
-	c.ControlKey(kmsg.JoinGroup.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+	k.observe(c, kmsg.JoinGroup, func(r kmsg.Request) {
 		if req, ok := r.(*kmsg.JoinGroupRequest); ok && req.MemberID != "" {
 			k.joining(memberKey{req.Group, req.MemberID}, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis)
 		}
-		return nil, nil, false
 	})
-	c.ControlKey(kmsg.LeaveGroup.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+	k.observe(c, kmsg.LeaveGroup, func(r kmsg.Request) {
 		if req, ok := r.(*kmsg.LeaveGroupRequest); ok {
 			k.left(req)
 		}
-		return nil, nil, false
 	})
 	go k.run()
 	return k, nil
+}
+
+// observe has fn see every request of kind key that c handles, leaving
+// each to c. kfake keeps, per control function, the last request of
+// every connection it ever served; the function is replaced by a fresh
+// copy every k.renew (joinKeeperForget for a broker), so that a
+// long-lived broker does not keep its closed connections.
+func (k *joinKeeper) observe(c *kfake.Cluster, key kmsg.Key, fn func(kmsg.Request)) {
+	born := time.Now()
+	c.ControlKey(key.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		fn(r)
+		if time.Since(born) >= k.renew {
+			c.DropControl()
+			k.observe(c, key, fn)
+		}
+		return nil, nil, false
+	})
 }
 
 func (k *joinKeeper) sawGeneration(key memberKey, gen int32, instance *string) {

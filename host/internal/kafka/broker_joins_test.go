@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
@@ -18,16 +20,41 @@ import (
 // the rebalance go on. As in Kafka, a is not expired while it waits, and
 // the new generation holds all three. (kfake alone removes a when its session runs
 // out in the join, and leaves its JoinGroup unanswered for 70 s.)
+//
+// It runs on the embedded broker, and on a kfake cluster whose keeper
+// replaces its request hooks at every request (as a broker's do every
+// few minutes).
 func TestBrokerKeepsJoiningMembers(t *testing.T) {
-	b, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	t.Run("broker", func(t *testing.T) {
+		t.Parallel()
+		b, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		keepsJoiningMembers(t, b.Addrs())
+	})
+	t.Run("hooks renewed", func(t *testing.T) {
+		t.Parallel()
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "in"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		k, err := startJoinKeeper(c, c.ListenAddrs(), slog.New(slog.DiscardHandler), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.close()
+		keepsJoiningMembers(t, c.ListenAddrs())
+	})
+}
+
+func keepsJoiningMembers(t *testing.T, addrs []string) {
 	const session = 6 * time.Second // the broker's least
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.DefaultProduceTopic("in"),
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("in"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +66,7 @@ func TestBrokerKeepsJoiningMembers(t *testing.T) {
 		}
 	}
 	member := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"),
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("in"),
 			kgo.InstanceID(id), kgo.SessionTimeout(session), kgo.BlockRebalanceOnPoll(),
 			kgo.Balancers(kgo.CooperativeStickyBalancer()))
 		if err != nil {
