@@ -23,7 +23,8 @@ type Proc struct {
 
 // Start runs weir with args and env (nil: the test's environment),
 // logging to dir/name.log. The test's cleanup kills it; if the test
-// failed, the log's last lines above debug go to the test's output and, when
+// failed, the log's last lines above debug, and its last lines of any
+// level, go to the test's output and, when
 // $WEIR_TEST_LOGS names a directory, the whole log is copied there, as
 // <test name>.<name>.log.
 func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
@@ -48,11 +49,29 @@ func Start(t testing.TB, dir, name string, env []string, args ...string) *Proc {
 		b, _ := os.ReadFile(p.Log)
 		if d := os.Getenv("WEIR_TEST_LOGS"); d != "" {
 			keep := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()) + "." + name + ".log"
-			os.WriteFile(filepath.Join(d, keep), b, 0o644)
+			if err := os.MkdirAll(d, 0o755); err == nil {
+				err = os.WriteFile(filepath.Join(d, keep), b, 0o644)
+			}
+			if err != nil {
+				t.Logf("keeping %s's log in $WEIR_TEST_LOGS: %v", name, err)
+			}
 		}
-		t.Logf("%s:\n%s", name, tail(string(b), 40))
+		t.Logf("%s:\n%s\n%s, its last lines of any level:\n%s", name, tail(string(b), 40), name, last(string(b), 15))
 	})
 	return p
+}
+
+// last returns the last n lines of a log, each cut to 300 bytes: what
+// the instance was doing when the test gave up, debug lines included.
+func last(log string, n int) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	lines = lines[max(len(lines)-n, 0):]
+	for i, l := range lines {
+		if len(l) > 300 {
+			lines[i] = l[:300] + "…"
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // tail returns the last n lines of a log that are not debug lines (a
