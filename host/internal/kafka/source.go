@@ -670,6 +670,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 			// again after it, by whichever member owns it then.
 			r.moveBack(it)
 			hurried = true
+			s.log.Debug("kafka source: a rebalance waits for the poll; the records not yet handed out are read again after it", "group", s.group)
 			break
 		}
 		if err := r.hand(it.Next()); err != nil {
