@@ -107,7 +107,13 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
 			}
 		case errors.Is(err, kafka.ErrTasksChanged):
-			if rerr := p.resumeTasks(ctx, carry); rerr != nil {
+			rerr := p.resumeTasks(ctx, carry)
+			if errors.Is(rerr, kafka.ErrFenced) {
+				// The abort found the producer fenced: the instance
+				// stalled out of its group, which has moved its tasks.
+				rerr = p.renewTasks(carry)
+			}
+			if rerr != nil {
 				return total, fmt.Errorf("%w (and starting again in process failed: %v)", err, rerr)
 			}
 		case errors.Is(err, kafka.ErrNotSoleMember) && sum.untouched():

@@ -82,11 +82,13 @@ func (t *Txn) Open() bool { return t.open }
 
 // Abort aborts the open transaction, if any, and puts the source's
 // partitions back to the group's offsets, which the last committed
-// transaction wrote: for a run that is rolled back in process.
+// transaction wrote: for a run that is rolled back in process. An abort
+// the brokers refuse because they fenced the producer says so
+// (ErrFenced).
 func (t *Txn) Abort(ctx context.Context) error {
 	t.open = false
 	if _, err := t.sess.End(ctx, kgo.TryAbort); err != nil {
-		return fmt.Errorf("kafka: aborting the transaction: %w", err)
+		return fmt.Errorf("kafka: aborting the transaction: %w", t.explain(err))
 	}
 	return nil
 }

@@ -490,3 +490,69 @@ func TestExactlyOncePutBack(t *testing.T) {
 		t.Errorf("the transaction committed offset %d after %d records were polled and %d handed out; want %d", committed[0], len(polled), handed, want)
 	}
 }
+
+// TestExactlyOnceAbortFenced: the brokers refuse the abort of a run's
+// transaction because they fenced its producer (a stalled instance's,
+// whose transaction they aborted at its timeout; the broker's answer is
+// made with kfake's request hook): Abort's error says so (ErrFenced),
+// which the pipeline takes as an instance that stalled out of its group,
+// and an abort refused for another reason does not.
+func TestExactlyOnceAbortFenced(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		code   int16
+		fenced bool
+	}{
+		{"fenced", kerr.ProducerFenced.Code, true},
+		{"an old epoch", kerr.InvalidProducerEpoch.Code, true},
+		{"another refusal", kerr.TransactionalIDAuthorizationFailed.Code, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in"), kfake.SeedTopics(1, "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			cc := ClientConfig{Brokers: c.ListenAddrs()}
+			srcProduce(t, cc, srcJSONRecords("in", 0, 5)...)
+			src, err := NewSource(SourceConfig{Name: "in", Client: cc, Topics: []string{"in"}, Group: "abortfenced", Logger: srcQuiet(),
+				Start: StartEarliest, Txn: &TxnConfig{ID: "abortfenced"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			txn := src.Txn()
+			if err := txn.Fence(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := txn.Begin(); err != nil {
+				t.Fatal(err)
+			}
+			src.restoreDone()
+			for n := 0; n == 0 && ctx.Err() == nil; {
+				n = len(src.cl.PollRecords(ctx, 5).Records())
+			}
+			src.cl.AllowRebalance()
+			if err := src.cl.ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("x")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			c.ControlKey(kmsg.EndTxn.Int16(), func(req kmsg.Request) (kmsg.Response, error, bool) {
+				r := req.(*kmsg.EndTxnRequest)
+				if r.Commit {
+					return nil, nil, false
+				}
+				resp := r.ResponseKind().(*kmsg.EndTxnResponse)
+				resp.ErrorCode = tc.code
+				return resp, nil, true
+			})
+			err = txn.Abort(ctx)
+			if err == nil || errors.Is(err, ErrFenced) != tc.fenced {
+				t.Fatalf("the abort answered %s: %v; want an error, fenced: %t", kerr.ErrorForCode(tc.code), err, tc.fenced)
+			}
+		})
+	}
+}
