@@ -84,13 +84,10 @@ func sharedByTask(t *testing.T, mode, pipeline string, r *sharedRig) {
 		in.waitRead(t, "reading before the kill")
 	}
 	// The kill comes once the group has settled, the instances owning
-	// their shares of the tasks (the later two warm theirs up first). A member killed during
-	// a rebalance is waited for until its session times out, and the
-	// embedded broker (kfake) times out the members waiting in JoinGroup
-	// meanwhile too, without answering them, where Kafka keeps them: such
-	// a member stalls for its rebalance timeout, and then, its
-	// transaction aborted, joins again with a new producer
-	// (TestSharedStall), which would only make the test slow.
+	// their shares of the tasks (the later two warm theirs up first): a
+	// member killed during a rebalance is waited for until its session
+	// times out, every other member waiting in the rebalance meanwhile,
+	// which would only make the test slow.
 	waitShared(t, "a, b and c to share every task", a, bb, c)
 	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

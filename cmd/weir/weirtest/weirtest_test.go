@@ -99,3 +99,23 @@ func TestTail(t *testing.T) {
 		})
 	}
 }
+
+// TestLast checks the other part a failed test shows of an instance's
+// log: its last lines of any level, each cut to 300 bytes.
+func TestLast(t *testing.T) {
+	long := strings.Repeat("x", 400)
+	for _, tc := range []struct {
+		name, log, want string
+		n               int
+	}{
+		{name: "debug kept", log: "level=INFO a\nlevel=DEBUG b\nlevel=DEBUG c\n", n: 2, want: "level=DEBUG b\nlevel=DEBUG c"},
+		{name: "long lines cut", log: long + "\n", n: 1, want: long[:300] + "…"},
+		{name: "empty", log: "", n: 3, want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := last(tc.log, tc.n); got != tc.want {
+				t.Errorf("last = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

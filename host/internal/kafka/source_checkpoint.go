@@ -106,7 +106,9 @@ func (s *Source) Restore(b json.RawMessage) error {
 // offsets the checkpoint recorded (the source is still paused at its
 // barrier, so they are the completed offsets). A failed commit is logged,
 // not fatal: the next checkpoint commits again, and a restart resumes from
-// the checkpoint, not from the group's offsets.
+// the checkpoint, not from the group's offsets. Once committed (exactly
+// once, by the checkpoint's transaction), a run catching up with the
+// repartition topic's tables learns whether it has (Route.CatchUp).
 func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) error {
 	s.purgeRepartition()
 	if !s.checkpointed {

@@ -443,6 +443,31 @@ func TestExactlyOnceRebalanceDuringCommit(t *testing.T) {
 	}
 }
 
+// eosSourceInTxn makes an exactly-once source reading topic "in" from its
+// start in group id, with transactional id id, closed with the test, and
+// begins a transaction as a run does (no checkpoint to restore: the
+// group's offsets stand). The context ends with the test, or in 30 s.
+func eosSourceInTxn(t *testing.T, cc ClientConfig, id string) (*Source, *Txn, context.Context) {
+	t.Helper()
+	src, err := NewSource(SourceConfig{Name: "in", Client: cc, Topics: []string{"in"}, Group: id, Logger: srcQuiet(),
+		MaxPollRecords: 50, Start: StartEarliest, Txn: &TxnConfig{ID: id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	txn := src.Txn()
+	if err := txn.Fence(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	src.restoreDone()
+	return src, txn, ctx
+}
+
 // TestExactlyOncePutBack polls records through an exactly-once source's
 // client, hands out only the first few (as a run stopped mid-poll does),
 // moves the client back to the rest (putBack) and commits the
@@ -453,22 +478,7 @@ func TestExactlyOncePutBack(t *testing.T) {
 	t.Parallel()
 	cc := snkCluster(t, map[string]int32{"in": 1})
 	srcProduce(t, cc, srcJSONRecords("in", 0, 50)...)
-	src, err := NewSource(SourceConfig{Name: "in", Client: cc, Topics: []string{"in"}, Group: "putback", Logger: srcQuiet(),
-		MaxPollRecords: 50, Start: StartEarliest, Txn: &TxnConfig{ID: "putback"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	txn := src.Txn()
-	if err := txn.Fence(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.Begin(); err != nil {
-		t.Fatal(err)
-	}
-	src.restoreDone() // as Run does: no checkpoint to restore, the group's offsets stand
+	src, txn, ctx := eosSourceInTxn(t, cc, "putback")
 	var polled []*kgo.Record
 	for len(polled) < 20 && ctx.Err() == nil {
 		fs := src.cl.PollRecords(ctx, 50)
@@ -517,22 +527,7 @@ func TestExactlyOnceAbortFenced(t *testing.T) {
 			defer c.Close()
 			cc := ClientConfig{Brokers: c.ListenAddrs()}
 			srcProduce(t, cc, srcJSONRecords("in", 0, 5)...)
-			src, err := NewSource(SourceConfig{Name: "in", Client: cc, Topics: []string{"in"}, Group: "abortfenced", Logger: srcQuiet(),
-				Start: StartEarliest, Txn: &TxnConfig{ID: "abortfenced"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer src.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			txn := src.Txn()
-			if err := txn.Fence(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := txn.Begin(); err != nil {
-				t.Fatal(err)
-			}
-			src.restoreDone()
+			src, txn, ctx := eosSourceInTxn(t, cc, "abortfenced")
 			for n := 0; n == 0 && ctx.Err() == nil; {
 				n = len(src.cl.PollRecords(ctx, 5).Records())
 			}
