@@ -12,6 +12,10 @@
 // document to another never re-encodes it. Accessors decode on demand: Float,
 // Int, Bool, AppendString and String.
 //
+// To read several fields of each document, compile their paths once into
+// a PathSet: its GetAll reads a document once, whatever the number of
+// paths, and gives for each path what Get would.
+//
 // Every reader agrees with encoding/json's Valid on which documents are JSON,
 // including its nesting limit of MaxDepth. A malformed document yields a
 // *SyntaxError giving the byte offset of the problem. Strings may hold

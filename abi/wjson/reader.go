@@ -437,37 +437,18 @@ func (p *parser) push(i int) error {
 // object validates the object starting at i (a '{'), calling fn, when not
 // nil, for each member until it returns false.
 func (p *parser) object(i int, fn func(key, val Value) bool) (int, error) {
-	if err := p.push(i); err != nil {
+	i, empty, err := p.open(i)
+	if err != nil || empty {
 		return i, err
 	}
 	b := p.buf
-	i = p.ws(i + 1)
-	if i >= len(b) {
-		return i, p.errEOF()
-	}
-	if b[i] == '}' {
-		p.depth--
-		return i + 1, nil
-	}
 	for {
-		if b[i] != '"' {
-			return i, p.errChar(i, "looking for beginning of object key string")
-		}
 		kstart := i
-		kend, kplain, err := p.str(i)
+		kend, kplain, vstart, err := p.member(i)
 		if err != nil {
-			return kend, err
+			return vstart, err
 		}
-		i = p.ws(kend)
-		if i >= len(b) {
-			return i, p.errEOF()
-		}
-		if b[i] != ':' {
-			return i, p.errChar(i, "after object key")
-		}
-		i = p.ws(i + 1)
-		vstart := i
-		k, vend, vplain, err := p.value(i)
+		k, vend, vplain, err := p.value(vstart)
 		if err != nil {
 			return vend, err
 		}
@@ -480,6 +461,44 @@ func (p *parser) object(i int, fn func(key, val Value) bool) (int, error) {
 			return i, err
 		}
 	}
+}
+
+// open enters the object at i (a '{'). It returns the offset of the first
+// member or, with empty set, the offset after an object without members.
+func (p *parser) open(i int) (next int, empty bool, err error) {
+	if err := p.push(i); err != nil {
+		return i, false, err
+	}
+	i = p.ws(i + 1)
+	if i >= len(p.buf) {
+		return i, false, p.errEOF()
+	}
+	if p.buf[i] == '}' {
+		p.depth--
+		return i + 1, true, nil
+	}
+	return i, false, nil
+}
+
+// member reads the name of the member at i and the colon after it. It
+// returns the end of the name (the name, quotes included, is buf[i:kend]),
+// whether the name is plain (see str), and the offset of the value.
+func (p *parser) member(i int) (kend int, plain bool, val int, err error) {
+	b := p.buf
+	if b[i] != '"' {
+		return i, false, i, p.errChar(i, "looking for beginning of object key string")
+	}
+	if kend, plain, err = p.str(i); err != nil {
+		return kend, false, kend, err
+	}
+	val = p.ws(kend)
+	if val >= len(b) {
+		return kend, plain, val, p.errEOF()
+	}
+	if b[val] != ':' {
+		return kend, plain, val, p.errChar(val, "after object key")
+	}
+	return kend, plain, p.ws(val + 1), nil
 }
 
 // next reads the separator after a member or element ending at i. After a
@@ -552,41 +571,23 @@ func (p *parser) find(i int, path []string, found *Value) (int, error) {
 		_, end, _, err := p.value(i)
 		return end, err
 	}
-	if err := p.push(i); err != nil {
+	i, empty, err := p.open(i)
+	if err != nil || empty {
 		return i, err
 	}
-	i = p.ws(i + 1)
-	if i >= len(b) {
-		return i, p.errEOF()
-	}
-	if b[i] == '}' {
-		p.depth--
-		return i + 1, nil
-	}
 	for {
-		if b[i] != '"' {
-			return i, p.errChar(i, "looking for beginning of object key string")
-		}
 		kstart := i
-		kend, kplain, err := p.str(i)
+		kend, kplain, vstart, err := p.member(i)
 		if err != nil {
-			return kend, err
+			return vstart, err
 		}
-		i = p.ws(kend)
-		if i >= len(b) {
-			return i, p.errEOF()
-		}
-		if b[i] != ':' {
-			return i, p.errChar(i, "after object key")
-		}
-		i = p.ws(i + 1)
 		var end int
 		key := b[kstart+1 : kend-1]
 		if kplain && string(key) == path[0] || !kplain && keyEquals(key, path[0]) {
 			*found = Value{}
-			end, err = p.find(i, path[1:], found)
+			end, err = p.find(vstart, path[1:], found)
 		} else {
-			_, end, _, err = p.value(i)
+			_, end, _, err = p.value(vstart)
 		}
 		if err != nil {
 			return end, err

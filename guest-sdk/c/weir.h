@@ -136,6 +136,67 @@ extern "C" {
 #define WEIR_OP_FILTER 4u
 #define WEIR_OP_AGGREGATE 8u
 
+/* The exports of the typed-field convention (ABI.md §14): the field
+ * declaration, whose presence selects the convention, and the typed batch
+ * exports the host then calls instead of the raw ones. */
+#define WEIR_EXPORT_FIELDS "weir_fields"
+#define WEIR_EXPORT_TYPED_MAP "weir_typed_map"
+#define WEIR_EXPORT_TYPED_FLAT_MAP "weir_typed_flat_map"
+#define WEIR_EXPORT_TYPED_FILTER "weir_typed_filter"
+#define WEIR_EXPORT_TYPED_AGG_ADD "weir_typed_agg_add"
+
+/* The typed convention's version and limits (ABI.md §14): the most fields a
+ * declaration holds, the longest field path in bytes, the most operations of
+ * a patch, and the alignment of a typed batch frame's column regions. */
+#define WEIR_TYPED_VERSION 1u
+#define WEIR_MAX_TYPED_FIELDS 1024u
+#define WEIR_MAX_FIELD_PATH 1024
+#define WEIR_MAX_PATCH_OPS 65536u
+#define WEIR_TYPED_ALIGN 8
+
+/* Field paths (ABI.md §14.1): the byte between segments, and the escape
+ * byte. */
+#define WEIR_PATH_SEPARATOR '.'
+#define WEIR_PATH_ESCAPE '\\'
+
+/* The field types (ABI.md §14.2); TYPE_NULL is only the type of a patch
+ * value. */
+#define WEIR_TYPE_NULL 0
+#define WEIR_TYPE_INT 1
+#define WEIR_TYPE_FLOAT 2
+#define WEIR_TYPE_BOOL 3
+#define WEIR_TYPE_STRING 4
+#define WEIR_TYPE_RAW 5
+
+/* A declared field's flags (ABI.md §14.2): dead-letter a record whose field
+ * is missing or null, or of another type. */
+#define WEIR_FIELD_REQUIRED 1
+#define WEIR_FIELD_STRICT 2
+
+/* The status byte of a value in a typed batch column (ABI.md §14.3). */
+#define WEIR_VALUE_PRESENT 0
+#define WEIR_VALUE_NULL 1
+#define WEIR_VALUE_MISSING 2
+#define WEIR_VALUE_MISMATCH 3
+
+/* The layout of a typed batch frame (ABI.md §14.3): the size of its counts
+ * and of a column table entry, and the columns of the timestamps, the keys
+ * and declared field 0. */
+#define WEIR_TYPED_HEADER_SIZE 8
+#define WEIR_TYPED_COLUMN_SIZE 16
+#define WEIR_TYPED_TIMESTAMP_COLUMN 0u
+#define WEIR_TYPED_KEY_COLUMN 1u
+#define WEIR_TYPED_FIRST_FIELD_COLUMN 2u
+
+/* Typed output (ABI.md §14.4): the kind of a patch entry, the flags of a
+ * patch, and the kinds of its operations. */
+#define WEIR_ENTRY_PATCH 3
+#define WEIR_PATCH_FLAG_NEW 1
+#define WEIR_PATCH_FLAG_KEY 2
+#define WEIR_PATCH_FLAG_TIMESTAMP 4
+#define WEIR_PATCH_OP_SET 1
+#define WEIR_PATCH_OP_REMOVE 2
+
 /* The state slot convention (ABI.md §6, abi/state.go): the first byte of a
  * slot key of each kind of state, the length of a list element's big-endian
  * index suffix, and the length of a stored number. */

@@ -16,7 +16,7 @@ const (
 	tU32               // an unsigned 32-bit number
 	tU8                // a byte
 	tSize              // a byte count
-	tChar              // a byte that is an ASCII letter
+	tChar              // a byte that is a printable ASCII character
 )
 
 // constant is one generated constant. name is in upper snake case without
@@ -122,6 +122,57 @@ func groups() []group {
 			num("OP_FLAT_MAP", "abi.OpFlatMap.Bit()", tU32, abi.OpFlatMap.Bit()),
 			num("OP_FILTER", "abi.OpFilter.Bit()", tU32, abi.OpFilter.Bit()),
 			num("OP_AGGREGATE", "abi.OpAggregate.Bit()", tU32, abi.OpAggregate.Bit()),
+		}},
+		{"The exports of the typed-field convention (ABI.md §14): the field declaration, whose presence selects the convention, and the typed batch exports the host then calls instead of the raw ones.", []constant{
+			str("EXPORT_FIELDS", "abi.ExportFields", abi.ExportFields),
+			str("EXPORT_TYPED_MAP", "abi.ExportTypedMap", abi.ExportTypedMap),
+			str("EXPORT_TYPED_FLAT_MAP", "abi.ExportTypedFlatMap", abi.ExportTypedFlatMap),
+			str("EXPORT_TYPED_FILTER", "abi.ExportTypedFilter", abi.ExportTypedFilter),
+			str("EXPORT_TYPED_AGG_ADD", "abi.ExportTypedAggAdd", abi.ExportTypedAggAdd),
+		}},
+		{"The typed convention's version and limits (ABI.md §14): the most fields a declaration holds, the longest field path in bytes, the most operations of a patch, and the alignment of a typed batch frame's column regions.", []constant{
+			num("TYPED_VERSION", "abi.TypedVersion", tU32, abi.TypedVersion),
+			num("MAX_TYPED_FIELDS", "abi.MaxTypedFields", tU32, abi.MaxTypedFields),
+			num("MAX_FIELD_PATH", "abi.MaxFieldPath", tSize, abi.MaxFieldPath),
+			num("MAX_PATCH_OPS", "abi.MaxPatchOps", tU32, abi.MaxPatchOps),
+			num("TYPED_ALIGN", "abi.TypedAlign", tSize, abi.TypedAlign),
+		}},
+		{"Field paths (ABI.md §14.1): the byte between segments, and the escape byte.", []constant{
+			num("PATH_SEPARATOR", "abi.PathSeparator", tChar, abi.PathSeparator),
+			num("PATH_ESCAPE", "abi.PathEscape", tChar, abi.PathEscape),
+		}},
+		{"The field types (ABI.md §14.2); TYPE_NULL is only the type of a patch value.", []constant{
+			num("TYPE_NULL", "abi.TypeNull", tU8, abi.TypeNull),
+			num("TYPE_INT", "abi.TypeInt", tU8, abi.TypeInt),
+			num("TYPE_FLOAT", "abi.TypeFloat", tU8, abi.TypeFloat),
+			num("TYPE_BOOL", "abi.TypeBool", tU8, abi.TypeBool),
+			num("TYPE_STRING", "abi.TypeString", tU8, abi.TypeString),
+			num("TYPE_RAW", "abi.TypeRaw", tU8, abi.TypeRaw),
+		}},
+		{"A declared field's flags (ABI.md §14.2): dead-letter a record whose field is missing or null, or of another type.", []constant{
+			num("FIELD_REQUIRED", "abi.FieldRequired", tU8, abi.FieldRequired),
+			num("FIELD_STRICT", "abi.FieldStrict", tU8, abi.FieldStrict),
+		}},
+		{"The status byte of a value in a typed batch column (ABI.md §14.3).", []constant{
+			num("VALUE_PRESENT", "abi.ValuePresent", tU8, abi.ValuePresent),
+			num("VALUE_NULL", "abi.ValueNull", tU8, abi.ValueNull),
+			num("VALUE_MISSING", "abi.ValueMissing", tU8, abi.ValueMissing),
+			num("VALUE_MISMATCH", "abi.ValueMismatch", tU8, abi.ValueMismatch),
+		}},
+		{"The layout of a typed batch frame (ABI.md §14.3): the size of its counts and of a column table entry, and the columns of the timestamps, the keys and declared field 0.", []constant{
+			num("TYPED_HEADER_SIZE", "abi.TypedHeaderSize", tSize, abi.TypedHeaderSize),
+			num("TYPED_COLUMN_SIZE", "abi.TypedColumnSize", tSize, abi.TypedColumnSize),
+			num("TYPED_TIMESTAMP_COLUMN", "abi.TypedTimestampColumn", tU32, abi.TypedTimestampColumn),
+			num("TYPED_KEY_COLUMN", "abi.TypedKeyColumn", tU32, abi.TypedKeyColumn),
+			num("TYPED_FIRST_FIELD_COLUMN", "abi.TypedFirstFieldColumn", tU32, abi.TypedFirstFieldColumn),
+		}},
+		{"Typed output (ABI.md §14.4): the kind of a patch entry, the flags of a patch, and the kinds of its operations.", []constant{
+			num("ENTRY_PATCH", "abi.KindPatch", tU8, abi.KindPatch),
+			num("PATCH_FLAG_NEW", "abi.PatchFlagNew", tU8, abi.PatchFlagNew),
+			num("PATCH_FLAG_KEY", "abi.PatchFlagKey", tU8, abi.PatchFlagKey),
+			num("PATCH_FLAG_TIMESTAMP", "abi.PatchFlagTimestamp", tU8, abi.PatchFlagTimestamp),
+			num("PATCH_OP_SET", "abi.PatchOpSet", tU8, abi.PatchOpSet),
+			num("PATCH_OP_REMOVE", "abi.PatchOpRemove", tU8, abi.PatchOpRemove),
 		}},
 		{"The state slot convention (ABI.md §6, abi/state.go): the first byte of a slot key of each kind of state, the length of a list element's big-endian index suffix, and the length of a stored number.", []constant{
 			num("STATE_KIND_VALUE", "abi.ValueStateKind", tChar, abi.ValueStateKind),

@@ -44,6 +44,16 @@ func literal(c constant) string {
 	return strconv.FormatInt(c.num, 10)
 }
 
+// charLiteral spells a tChar constant as a character literal in C or
+// (after a b) in Rust, which escape the quote and the backslash alike.
+func charLiteral(c constant) string {
+	ch := string(rune(c.num))
+	if ch == "'" || ch == `\` {
+		ch = `\` + ch
+	}
+	return "'" + ch + "'"
+}
+
 // cBlock is the generated block of weir.h.
 func cBlock() []byte {
 	var b bytes.Buffer
@@ -62,7 +72,7 @@ func cBlock() []byte {
 					v = "(" + v + ")"
 				}
 			case tChar:
-				v = "'" + string(rune(c.num)) + "'"
+				v = charLiteral(c)
 			}
 			fmt.Fprintf(&b, "#define WEIR_%s %s\n", c.name, v)
 		}
@@ -91,7 +101,7 @@ func rustFile() []byte {
 			fmt.Fprintf(&b, "/// `%s`.\n", c.from)
 			t, v := rustTypes[c.typ], literal(c)
 			if c.typ == tChar {
-				v = "b'" + string(rune(c.num)) + "'"
+				v = "b" + charLiteral(c)
 			}
 			fmt.Fprintf(&b, "pub const %s: %s = %s;\n", c.name, t, v)
 			if _, ok := exportKey(c); ok {

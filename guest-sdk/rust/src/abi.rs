@@ -136,6 +136,102 @@ pub const OP_FILTER: u32 = 4;
 /// `abi.OpAggregate.Bit()`.
 pub const OP_AGGREGATE: u32 = 8;
 
+// The exports of the typed-field convention (ABI.md §14): the field
+// declaration, whose presence selects the convention, and the typed batch
+// exports the host then calls instead of the raw ones.
+/// `abi.ExportFields`.
+pub const EXPORT_FIELDS: &str = "weir_fields";
+/// `abi.ExportTypedMap`.
+pub const EXPORT_TYPED_MAP: &str = "weir_typed_map";
+/// `abi.ExportTypedFlatMap`.
+pub const EXPORT_TYPED_FLAT_MAP: &str = "weir_typed_flat_map";
+/// `abi.ExportTypedFilter`.
+pub const EXPORT_TYPED_FILTER: &str = "weir_typed_filter";
+/// `abi.ExportTypedAggAdd`.
+pub const EXPORT_TYPED_AGG_ADD: &str = "weir_typed_agg_add";
+
+// The typed convention's version and limits (ABI.md §14): the most fields a
+// declaration holds, the longest field path in bytes, the most operations of
+// a patch, and the alignment of a typed batch frame's column regions.
+/// `abi.TypedVersion`.
+pub const TYPED_VERSION: u32 = 1;
+/// `abi.MaxTypedFields`.
+pub const MAX_TYPED_FIELDS: u32 = 1024;
+/// `abi.MaxFieldPath`.
+pub const MAX_FIELD_PATH: usize = 1024;
+/// `abi.MaxPatchOps`.
+pub const MAX_PATCH_OPS: u32 = 65536;
+/// `abi.TypedAlign`.
+pub const TYPED_ALIGN: usize = 8;
+
+// Field paths (ABI.md §14.1): the byte between segments, and the escape
+// byte.
+/// `abi.PathSeparator`.
+pub const PATH_SEPARATOR: u8 = b'.';
+/// `abi.PathEscape`.
+pub const PATH_ESCAPE: u8 = b'\\';
+
+// The field types (ABI.md §14.2); TYPE_NULL is only the type of a patch
+// value.
+/// `abi.TypeNull`.
+pub const TYPE_NULL: u8 = 0;
+/// `abi.TypeInt`.
+pub const TYPE_INT: u8 = 1;
+/// `abi.TypeFloat`.
+pub const TYPE_FLOAT: u8 = 2;
+/// `abi.TypeBool`.
+pub const TYPE_BOOL: u8 = 3;
+/// `abi.TypeString`.
+pub const TYPE_STRING: u8 = 4;
+/// `abi.TypeRaw`.
+pub const TYPE_RAW: u8 = 5;
+
+// A declared field's flags (ABI.md §14.2): dead-letter a record whose field
+// is missing or null, or of another type.
+/// `abi.FieldRequired`.
+pub const FIELD_REQUIRED: u8 = 1;
+/// `abi.FieldStrict`.
+pub const FIELD_STRICT: u8 = 2;
+
+// The status byte of a value in a typed batch column (ABI.md §14.3).
+/// `abi.ValuePresent`.
+pub const VALUE_PRESENT: u8 = 0;
+/// `abi.ValueNull`.
+pub const VALUE_NULL: u8 = 1;
+/// `abi.ValueMissing`.
+pub const VALUE_MISSING: u8 = 2;
+/// `abi.ValueMismatch`.
+pub const VALUE_MISMATCH: u8 = 3;
+
+// The layout of a typed batch frame (ABI.md §14.3): the size of its counts
+// and of a column table entry, and the columns of the timestamps, the keys
+// and declared field 0.
+/// `abi.TypedHeaderSize`.
+pub const TYPED_HEADER_SIZE: usize = 8;
+/// `abi.TypedColumnSize`.
+pub const TYPED_COLUMN_SIZE: usize = 16;
+/// `abi.TypedTimestampColumn`.
+pub const TYPED_TIMESTAMP_COLUMN: u32 = 0;
+/// `abi.TypedKeyColumn`.
+pub const TYPED_KEY_COLUMN: u32 = 1;
+/// `abi.TypedFirstFieldColumn`.
+pub const TYPED_FIRST_FIELD_COLUMN: u32 = 2;
+
+// Typed output (ABI.md §14.4): the kind of a patch entry, the flags of a
+// patch, and the kinds of its operations.
+/// `abi.KindPatch`.
+pub const ENTRY_PATCH: u8 = 3;
+/// `abi.PatchFlagNew`.
+pub const PATCH_FLAG_NEW: u8 = 1;
+/// `abi.PatchFlagKey`.
+pub const PATCH_FLAG_KEY: u8 = 2;
+/// `abi.PatchFlagTimestamp`.
+pub const PATCH_FLAG_TIMESTAMP: u8 = 4;
+/// `abi.PatchOpSet`.
+pub const PATCH_OP_SET: u8 = 1;
+/// `abi.PatchOpRemove`.
+pub const PATCH_OP_REMOVE: u8 = 2;
+
 // The state slot convention (ABI.md §6, abi/state.go): the first byte of a
 // slot key of each kind of state, the length of a list element's big-endian
 // index suffix, and the length of a stored number.
@@ -194,6 +290,21 @@ macro_rules! __weir_export_name {
     };
     (initialize) => {
         "_initialize"
+    };
+    (fields) => {
+        "weir_fields"
+    };
+    (typed_map) => {
+        "weir_typed_map"
+    };
+    (typed_flat_map) => {
+        "weir_typed_flat_map"
+    };
+    (typed_filter) => {
+        "weir_typed_filter"
+    };
+    (typed_agg_add) => {
+        "weir_typed_agg_add"
     };
 }
 

@@ -83,6 +83,67 @@ export const OP_FLAT_MAP: u32 = 2;
 export const OP_FILTER: u32 = 4;
 export const OP_AGGREGATE: u32 = 8;
 
+// The exports of the typed-field convention (ABI.md §14): the field
+// declaration, whose presence selects the convention, and the typed batch
+// exports the host then calls instead of the raw ones.
+export const EXPORT_FIELDS: string = "weir_fields";
+export const EXPORT_TYPED_MAP: string = "weir_typed_map";
+export const EXPORT_TYPED_FLAT_MAP: string = "weir_typed_flat_map";
+export const EXPORT_TYPED_FILTER: string = "weir_typed_filter";
+export const EXPORT_TYPED_AGG_ADD: string = "weir_typed_agg_add";
+
+// The typed convention's version and limits (ABI.md §14): the most fields a
+// declaration holds, the longest field path in bytes, the most operations of
+// a patch, and the alignment of a typed batch frame's column regions.
+export const TYPED_VERSION: u32 = 1;
+export const MAX_TYPED_FIELDS: u32 = 1024;
+export const MAX_FIELD_PATH: i32 = 1024;
+export const MAX_PATCH_OPS: u32 = 65536;
+export const TYPED_ALIGN: i32 = 8;
+
+// Field paths (ABI.md §14.1): the byte between segments, and the escape
+// byte.
+export const PATH_SEPARATOR: u8 = 0x2e; // '.'
+export const PATH_ESCAPE: u8 = 0x5c; // '\'
+
+// The field types (ABI.md §14.2); TYPE_NULL is only the type of a patch
+// value.
+export const TYPE_NULL: u8 = 0;
+export const TYPE_INT: u8 = 1;
+export const TYPE_FLOAT: u8 = 2;
+export const TYPE_BOOL: u8 = 3;
+export const TYPE_STRING: u8 = 4;
+export const TYPE_RAW: u8 = 5;
+
+// A declared field's flags (ABI.md §14.2): dead-letter a record whose field
+// is missing or null, or of another type.
+export const FIELD_REQUIRED: u8 = 1;
+export const FIELD_STRICT: u8 = 2;
+
+// The status byte of a value in a typed batch column (ABI.md §14.3).
+export const VALUE_PRESENT: u8 = 0;
+export const VALUE_NULL: u8 = 1;
+export const VALUE_MISSING: u8 = 2;
+export const VALUE_MISMATCH: u8 = 3;
+
+// The layout of a typed batch frame (ABI.md §14.3): the size of its counts
+// and of a column table entry, and the columns of the timestamps, the keys
+// and declared field 0.
+export const TYPED_HEADER_SIZE: i32 = 8;
+export const TYPED_COLUMN_SIZE: i32 = 16;
+export const TYPED_TIMESTAMP_COLUMN: u32 = 0;
+export const TYPED_KEY_COLUMN: u32 = 1;
+export const TYPED_FIRST_FIELD_COLUMN: u32 = 2;
+
+// Typed output (ABI.md §14.4): the kind of a patch entry, the flags of a
+// patch, and the kinds of its operations.
+export const ENTRY_PATCH: u8 = 3;
+export const PATCH_FLAG_NEW: u8 = 1;
+export const PATCH_FLAG_KEY: u8 = 2;
+export const PATCH_FLAG_TIMESTAMP: u8 = 4;
+export const PATCH_OP_SET: u8 = 1;
+export const PATCH_OP_REMOVE: u8 = 2;
+
 // The state slot convention (ABI.md §6, abi/state.go): the first byte of a
 // slot key of each kind of state, the length of a list element's big-endian
 // index suffix, and the length of a stored number.
