@@ -164,11 +164,11 @@ func farmOf(rng *rand.Rand, n int) ([]*kgo.Record, map[string]float64) {
 		ah := float64(1+rng.IntN(7)) / 4
 		v := fmt.Appendf(nil, `{"device_id":%q,"co":%.4f,"humidity":%.2f,"motion":%t,"temp":%.2f,"ampere_hour":%g,"ts":%d}`,
 			d, 0.0011+rng.Float64()*0.006, 45+rng.Float64()*33, rng.IntN(2) == 0, 17+rng.Float64()*19, ah, ts)
-		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "reading-%d", i), Value: v})
+		rs = append(rs, &kgo.Record{Topic: "sensor.readings", Key: fmt.Appendf(nil, "reading-%d", i), Value: v})
 		sums[fmt.Sprintf("%s@%d", d, ts-ts%windowMs)] += ah
 	}
 	for p := range int32(partitions) {
-		rs = append(rs, &kgo.Record{Partition: p, Value: fmt.Appendf(nil,
+		rs = append(rs, &kgo.Record{Topic: "sensor.readings", Partition: p, Value: fmt.Appendf(nil,
 			`{"device_id":"closer","ampere_hour":0,"ts":%d}`, t0+int64(n)*10+3_600_000)})
 	}
 	return rs, sums
@@ -207,17 +207,17 @@ func reference(t *testing.T, rs []*kgo.Record, windows int) []output {
 	return out
 }
 
-// produce writes rs to sensor.readings, each keyed record where Kafka's
-// partitioner puts it and the closing ones to their partitions: at rate
+// produce writes rs to their topics, each keyed record where Kafka's
+// partitioner puts it and the unkeyed (closing) ones to their partitions: at rate
 // readings a second in the background, or (rate 0) all at once before it
 // returns. With a rate it holds the last third back until release is
 // called (or a minute has passed), so that an instance started late still
 // finds records to read (weirtest.Pace). stop stops it.
 func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) (release, stop func()) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic("sensor.readings"),
-		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-			keyed := kgo.StickyKeyPartitioner(nil).ForTopic("sensor.readings")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...),
+		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(topic string) func(*kgo.Record, int) int {
+			keyed := kgo.StickyKeyPartitioner(nil).ForTopic(topic)
 			return func(r *kgo.Record, n int) int {
 				if r.Key == nil {
 					return int(r.Partition)
@@ -232,7 +232,7 @@ func produce(t testing.TB, addrs []string, rs []*kgo.Record, rate int) (release,
 	// them: each run produces copies.
 	rs = slices.Clone(rs)
 	for i, r := range rs {
-		rs[i] = &kgo.Record{Key: r.Key, Value: r.Value, Partition: r.Partition}
+		rs[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Partition: r.Partition}
 	}
 	if rate > 0 {
 		return weirtest.Pace(t, cl, rs, rate)

@@ -24,7 +24,8 @@ type event struct {
 // through the weir binary at parallelism 1 and 2, and requires exactly the
 // auctions a brute-force search of the stream finds no bid for, each once
 // and as generated, with bids null: within 2 s of its opening (the
-// interval join), and in its 2 s tumbling window (the window join).
+// interval join, also read from two Kafka topics of one consumer group
+// with checkpoints), and in its 2 s tumbling window (the window join).
 func TestUnbidAuctions(t *testing.T) {
 	res := weirtest.Run(t, ".", "", "run", "events.yaml")
 	if res.Code != 0 {
@@ -50,12 +51,17 @@ func TestUnbidAuctions(t *testing.T) {
 		t.Fatalf("%d auctions and %d bids, want 1200 and 18400", len(auctions), len(bids))
 	}
 	const span = 2000 // ms: the interval's upper bound, and the window's size
+	interval := func(a, b event) bool { return b.DateTime >= a.DateTime && b.DateTime <= a.DateTime+span }
 	for _, tt := range []struct {
 		file  string
 		match func(a, b event) bool
+		args  []string // weir run's, before the file
 	}{
-		{"pipeline.yaml", func(a, b event) bool { return b.DateTime >= a.DateTime && b.DateTime <= a.DateTime+span }},
-		{"window.yaml", func(a, b event) bool { return a.DateTime/span == b.DateTime/span }},
+		{"pipeline.yaml", interval, nil},
+		{"window.yaml", func(a, b event) bool { return a.DateTime/span == b.DateTime/span }, nil},
+		// The same events through two Kafka topics, both read in one
+		// consumer group with checkpoints.
+		{"kafka.yaml", interval, []string{"--sequential", "auctions-to-kafka.yaml", "bids-to-kafka.yaml"}},
 	} {
 		// The reference: every auction no bid on it matches, by brute force.
 		var want []string
@@ -71,7 +77,8 @@ func TestUnbidAuctions(t *testing.T) {
 		for _, par := range []string{"1", "2"} {
 			t.Run(tt.file+" parallelism "+par, func(t *testing.T) {
 				t.Setenv("WEIR_ENGINE_PARALLELISM", par)
-				res := weirtest.Run(t, ".", "", "run", tt.file)
+				t.Setenv("WEIR_STATE_DIR", t.TempDir())
+				res := weirtest.Run(t, ".", "", append(append([]string{"run"}, tt.args...), tt.file)...)
 				if res.Code != 0 {
 					t.Fatalf("weir run %s: exit %d\n%s", tt.file, res.Code, res.Stderr)
 				}

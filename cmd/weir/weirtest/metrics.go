@@ -29,6 +29,21 @@ func HTTPGet(t testing.TB, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// MetricSum returns the sum of the samples of metric, in body, whose
+// labels include every one of labels, or -1 when there is none.
+func MetricSum(body, metric string, labels ...string) float64 {
+	sum, found := 0.0, false
+	for line := range strings.SplitSeq(body, "\n") {
+		if v := MetricValue(line, metric, labels...); v >= 0 {
+			sum, found = sum+v, true
+		}
+	}
+	if !found {
+		return -1
+	}
+	return sum
+}
+
 // MetricValue returns the value of the first sample of metric, in body
 // (the Prometheus text format of a /metrics answer), whose labels include
 // every one of labels (each `name="value"`), or -1 when there is none.

@@ -109,7 +109,8 @@ func (p *Proc) AdminAddr(t testing.TB) string {
 	return addr
 }
 
-// SourceRecords returns the records the pipeline's sources have read, from
+// SourceRecords returns the records the pipeline's sources have read (all
+// of them together), from
 // the metrics of the admin server at addr; 0 if it cannot tell (the
 // process is not up, or gone).
 func SourceRecords(addr string) int64 {
@@ -119,7 +120,7 @@ func SourceRecords(addr string) int64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return max(int64(MetricValue(string(b), "weir_records_out_total", `stage="source"`)), 0)
+	return max(int64(MetricSum(string(b), "weir_records_out_total", `stage="source"`)), 0)
 }
 
 // OwnedTasks returns the tasks the pipeline at the admin address addr says

@@ -91,9 +91,13 @@ type builder struct {
 	byTask, resumed bool
 	// repartAt is the key_by whose records cross the repartition topic,
 	// or -1 (repartition.go); repartParts and repartInputs are that
-	// topic's partitions and the input's.
-	repartAt                  int
-	repartParts, repartInputs int32
+	// topic's partitions and the numbering of the inputs' partitions.
+	repartAt     int
+	repartParts  int32
+	repartInputs kafka.Inputs
+	// views are the Kafka sources read through another's client, by
+	// config source index (sources.go).
+	views map[int]*kafka.View
 }
 
 // Build assembles one run of the pipeline: it connects to Kafka (or starts

@@ -93,14 +93,17 @@ func namedTopics(cfg *config.Pipeline) []string {
 	return topics
 }
 
-func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
+// kafkaSource opens the Kafka source s, which reads the topics of the
+// config sources others through its client.
+func (b *builder) kafkaSource(s *config.Source, others []int) (*kafka.Source, error) {
 	start := map[config.StartPosition]kafka.StartPosition{
 		config.StartEarliest: kafka.StartEarliest, config.StartLatest: kafka.StartLatest,
 		config.StartCommitted: kafka.StartCommitted, config.StartTimestamp: kafka.StartTimestamp,
 	}[s.Start]
-	format := kafka.FormatJSON
-	if s.Format == config.KafkaFormatRaw {
-		format = kafka.FormatRaw
+	var views []kafka.ViewConfig
+	for _, j := range others {
+		o := &b.Config.Sources[j]
+		views = append(views, kafka.ViewConfig{Name: o.Name, Topics: o.Topics, Format: kafkaFormat(o)})
 	}
 	c := &b.Config.Checkpoints
 	var txn *kafka.TxnConfig
@@ -116,7 +119,7 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 	}
 	src, err := kafka.NewSource(kafka.SourceConfig{
 		Name: s.Name, Client: b.cc, Topics: s.Topics, TopicRegex: s.TopicRegex, Group: s.Group, InstanceID: s.InstanceID,
-		Start: start, StartTimestamp: s.StartTimestamp, Format: format, Logger: b.Logger,
+		Start: start, StartTimestamp: s.StartTimestamp, Format: kafkaFormat(s), Logger: b.Logger, Others: views, Inputs: b.repartInputs,
 		StopAtEnd: s.StopAt == config.StopAtLatest, Checkpointed: c.Enabled, Txn: txn,
 		SessionTimeout: s.SessionTimeout, Exclusive: b.keyed && !b.byTask, PositionsFromGroup: !b.keyed,
 		Tasks: b.taskSet(), Repartition: b.repartTopic(),
@@ -125,6 +128,14 @@ func (b *builder) kafkaSource(s *config.Source) (*kafka.Source, error) {
 		return nil, fmt.Errorf("%s: %s: %w", s.Pos, s.Where, err)
 	}
 	return src, nil
+}
+
+// kafkaFormat is how the Kafka source s decodes values.
+func kafkaFormat(s *config.Source) kafka.Format {
+	if s.Format == config.KafkaFormatRaw {
+		return kafka.FormatRaw
+	}
+	return kafka.FormatJSON
 }
 
 // txnTimeout is how long the brokers let a transaction stay open: a

@@ -14,10 +14,13 @@ import (
 // repartitions there, as Kafka Streams does: the key_by's records go to
 // the topic <pipeline>-<key_by>-repartition, created with as many
 // partitions as the input, each to its new key's partition (its task),
-// and the pipeline's one Kafka source reads that topic too, its
-// partitions being the tasks, with the changelog partitions of the same
-// numbers. The input's partitions hold no state: their offsets are the
-// group's.
+// and the pipeline's Kafka client reads that topic too, its partitions
+// being the tasks, with the changelog partitions of the same numbers.
+// The inputs' partitions hold no state: their offsets are the group's.
+// A pipeline may read several input topics (a join's two sides), all in
+// one group: they are numbered together as the topic's upstream tasks
+// (kafka.Inputs), and each record read back from the topic names the
+// source it was read from upstream.
 
 // repartTopic returns the run's repartition topic, or "" for none.
 func (b *builder) repartTopic() string {
@@ -34,9 +37,8 @@ func (b *builder) repartitionTopic(ctx context.Context) error {
 	if topic == "" {
 		return nil
 	}
-	input := b.Config.Sources[0].Topics[0]
 	var err error
-	b.repartParts, b.repartInputs, err = kafka.EnsureRepartitionTopic(ctx, b.cc, topic, input, 0, b.Logger.With("pipeline", b.Config.Name))
+	b.repartParts, b.repartInputs, err = kafka.EnsureRepartitionTopic(ctx, b.cc, topic, inputTopics(b.Config), 0, b.Logger.With("pipeline", b.Config.Name))
 	return err
 }
 
@@ -87,11 +89,13 @@ func (b *builder) repartition(ctx context.Context) error {
 // through the topic, which drops the records read again as repeats,
 // and stops once its input has passed them, for the same reason.
 func (b *builder) route(ctx context.Context, log *slog.Logger) (kafka.Route, error) {
-	if b.Config.Operators[b.repartAt].Repartition == config.RepartitionAlways || !b.Carry.tasks.HoldsAll(b.repartParts, b.repartInputs) {
+	if b.Config.Operators[b.repartAt].Repartition == config.RepartitionAlways || !b.Carry.tasks.HoldsAll(b.repartParts, b.repartInputs.Total()) {
 		return kafka.Route{}, nil
 	}
+	// Sharing by task, every source is Kafka, in one group, read
+	// through the first's client, whose snapshot holds the topic's.
 	src := &b.Config.Sources[0]
-	chk := kafka.InProcessCheck{Client: b.cc, Group: src.Group, Topic: b.repartTopic(), Input: src.Topics[0],
+	chk := kafka.InProcessCheck{Client: b.cc, Group: src.Group, Topic: b.repartTopic(), Inputs: b.repartInputs,
 		Partitions: b.repartParts, ExactlyOnce: b.txn != nil, Logger: b.Logger}
 	if ck := b.run.Engine.Checkpointing; ck != nil && ck.Restore != nil && len(ck.Restore.Sources) > 0 {
 		chk.Snapshot = ck.Restore.Sources[0].Snapshot
@@ -115,5 +119,5 @@ func (b *builder) route(ctx context.Context, log *slog.Logger) (kafka.Route, err
 	}
 	log.Info("this instance owns every task: the key_by's records are routed in process, not through the repartition topic, until the group moves tasks",
 		"partitions", b.repartParts)
-	return kafka.Route{InProcess: true, Tasks: b.repartParts, Inputs: b.repartInputs}, nil
+	return kafka.Route{InProcess: true, Tasks: b.repartParts, Inputs: b.repartInputs.Total()}, nil
 }

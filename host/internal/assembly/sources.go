@@ -10,36 +10,70 @@ import (
 )
 
 // sources opens the pipeline's sources; a Kafka source may bring the
-// run's exactly-once transaction.
+// run's exactly-once transaction. The Kafka sources of one consumer
+// group are read through the client of the first of them (kafka.View):
+// one member of the group per instance.
 func (b *builder) sources(context.Context) error {
 	for i := range b.Config.Sources {
 		s := &b.Config.Sources[i]
-		if s.Type != config.SourceKafka {
+		switch {
+		case s.Type != config.SourceKafka:
 			b.run.Engine.Sources = append(b.run.Engine.Sources, b.source(s))
-			continue
-		}
-		var src *kafka.Source
-		var err error
-		if b.byTask {
-			src, err = b.taskSource(s)
-		} else {
-			src, err = b.kafkaSource(s)
-		}
-		if err != nil {
-			return err
-		}
-		if b.byTask {
-			b.run.Engine.Sources = append(b.run.Engine.Sources, keptSource{src})
-		} else {
-			b.run.Engine.Sources = append(b.run.Engine.Sources, src)
-		}
-		b.run.KafkaSources = append(b.run.KafkaSources, src)
-		b.kafkaRun = true
-		if t := src.Txn(); t != nil {
-			b.txn = t
+		case b.views[i] != nil:
+			b.run.Engine.Sources = append(b.run.Engine.Sources, b.views[i])
+		default:
+			if err := b.kafkaGroup(i); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// kafkaGroup opens the Kafka source of config source i, which reads the
+// topics of the later sources of its group too, and keeps their Views.
+func (b *builder) kafkaGroup(i int) error {
+	s := &b.Config.Sources[i]
+	others := groupOthers(b.Config, i)
+	var src *kafka.Source
+	var err error
+	if b.byTask {
+		src, err = b.taskSource(s, others)
+	} else {
+		src, err = b.kafkaSource(s, others)
+	}
+	if err != nil {
+		return err
+	}
+	if b.byTask {
+		b.run.Engine.Sources = append(b.run.Engine.Sources, keptSource{src})
+	} else {
+		b.run.Engine.Sources = append(b.run.Engine.Sources, src)
+	}
+	if b.views == nil {
+		b.views = map[int]*kafka.View{}
+	}
+	for j, v := range src.Views() {
+		b.views[others[j]] = v
+	}
+	b.run.KafkaSources = append(b.run.KafkaSources, src)
+	b.kafkaRun = true
+	if t := src.Txn(); t != nil {
+		b.txn = t
+	}
+	return nil
+}
+
+// groupOthers returns the indexes of the Kafka sources after source i
+// in its consumer group.
+func groupOthers(cfg *config.Pipeline, i int) []int {
+	var out []int
+	for j := i + 1; j < len(cfg.Sources); j++ {
+		if s := &cfg.Sources[j]; s.Type == config.SourceKafka && s.Group == cfg.Sources[i].Group {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // source opens the non-Kafka source s.

@@ -23,11 +23,13 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 		return nil
 	}
 	warm := b.checkpointSetup().WarmStandby()
+	groups := map[string]bool{}
 	for i := range b.Config.Sources {
 		s := &b.Config.Sources[i]
-		if s.Type != config.SourceKafka {
-			continue
+		if s.Type != config.SourceKafka || groups[s.Group] {
+			continue // one client per group reads its sources
 		}
+		groups[s.Group] = true
 		if b.OnStandby != nil {
 			b.OnStandby()
 		}

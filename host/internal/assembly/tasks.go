@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,12 +99,13 @@ func (keptSource) Close() error { return nil }
 
 // sharesByTask reports whether the pipeline's instances share their
 // consumer group by task, and if not, why (for the log): it keeps keyed
-// state, takes checkpoints (the changelog is how a task moves), reads one
-// Kafka topic and nothing else, unbounded, writes no file exactly once (a
-// file is cut back to its checkpoint at a restart, on its machine), and
-// keeps its keyed state either before any key_by, where keys are still
-// the input's and so in their tasks' partitions, or after one key_by,
-// which then repartitions unless it says repartition: false
+// state, takes checkpoints (the changelog is how a task moves), reads
+// Kafka topics, named, in one consumer group and nothing else,
+// unbounded, writes no file exactly once (a file is cut back to its
+// checkpoint at a restart, on its machine), and keeps its keyed state
+// either before any key_by, where keys are still the input's and so in
+// their tasks' partitions (of its one topic), or after one key_by, which
+// then repartitions unless it says repartition: false
 // (repartitionPoint). Other keyed pipelines run one active instance, the
 // others waiting as standbys.
 func (b *builder) sharesByTask() (bool, string) {
@@ -113,19 +115,44 @@ func (b *builder) sharesByTask() (bool, string) {
 		return false, ""
 	case !cfg.Checkpoints.Enabled:
 		return false, "it takes no checkpoints, so its state has no changelog to move with a task"
-	case len(cfg.Sources) != 1 || cfg.Sources[0].Type != config.SourceKafka:
-		return false, "it reads from more than one source, or not from Kafka"
-	case len(cfg.Sources[0].Topics) != 1:
-		return false, "its Kafka source reads more than one topic, or a topic pattern"
+	case !oneGroup(cfg):
+		return false, "it reads from a source that is not Kafka, or from Kafka in more than one consumer group"
+	case slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.TopicRegex != "" }):
+		return false, "its Kafka source reads a topic pattern, whose topics may come and go"
 	case cfg.Sources[0].StopAt == config.StopAtLatest:
 		return false, "it stops at the input's end offsets (stop_at: latest), which an instance given tasks later would not know"
 	case exactFiles(cfg):
 		return false, "it writes files exactly once, cut back at a restart to its last checkpoint, and a file stays on one machine"
 	}
-	if _, why := repartitionPoint(cfg, b.Ops); why != "" {
+	at, why := repartitionPoint(cfg, b.Ops)
+	if why != "" {
 		return false, why
 	}
+	if topics := inputTopics(cfg); at < 0 && len(topics) > 1 {
+		return false, fmt.Sprintf("its keyed state is on the record keys of several topics (%s), whose partitions would have to be assigned together; "+
+			"a key_by before it repartitions them", strings.Join(topics, ", "))
+	}
 	return true, ""
+}
+
+// oneGroup reports whether every source of the pipeline reads Kafka, in
+// one consumer group.
+func oneGroup(cfg *config.Pipeline) bool {
+	for _, s := range cfg.Sources {
+		if s.Type != config.SourceKafka || s.Group != cfg.Sources[0].Group {
+			return false
+		}
+	}
+	return len(cfg.Sources) > 0
+}
+
+// inputTopics returns the topics the pipeline's sources name.
+func inputTopics(cfg *config.Pipeline) []string {
+	var topics []string
+	for _, s := range cfg.Sources {
+		topics = append(topics, s.Topics...)
+	}
+	return topics
 }
 
 // exactFiles reports whether the pipeline writes a file, or dead letters
@@ -222,11 +249,11 @@ func (b *builder) carriedSource() *kafka.Source {
 
 // taskSource returns the Kafka source of a run sharing its group by
 // task: the carried one, or a new one the Carry keeps.
-func (b *builder) taskSource(s *config.Source) (*kafka.Source, error) {
+func (b *builder) taskSource(s *config.Source, others []int) (*kafka.Source, error) {
 	if src := b.carriedSource(); src != nil {
 		return src, nil
 	}
-	src, err := b.kafkaSource(s)
+	src, err := b.kafkaSource(s, others)
 	if err != nil {
 		return nil, err
 	}

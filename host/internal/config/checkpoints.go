@@ -1,6 +1,11 @@
 package config
 
-import "time"
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Delivery guarantees.
 const (
@@ -112,16 +117,18 @@ func (d *decoder) crossCheckCheckpoints(p *Pipeline) {
 
 // crossCheckExactlyOnce checks that every output of an exactly-once
 // pipeline can take back what it wrote after the last checkpoint: Kafka
-// outputs through the Kafka transaction, which is the one Kafka source's
-// consumer group's, so a pipeline that reads or writes Kafka reads only
-// it; files by being cut back to the length the checkpoint recorded, which
+// outputs through the Kafka transaction, which is the Kafka sources'
+// one consumer group's, so a pipeline that reads or writes Kafka reads
+// only from that group; files by being cut back to the length the checkpoint recorded, which
 // works with any source that resumes from the checkpoint.
 func (d *decoder) crossCheckExactlyOnce(p *Pipeline) {
 	c := &p.Checkpoints
 	kafkaSources, writesKafka := 0, p.DeadLetter.Type == DeadLetterKafka
+	groups := map[string]bool{}
 	for i := range p.Sources {
-		if p.Sources[i].Type == SourceKafka {
+		if s := &p.Sources[i]; s.Type == SourceKafka {
 			kafkaSources++
+			groups[s.Group] = true
 		}
 	}
 	for i := range p.Sinks {
@@ -134,8 +141,9 @@ func (d *decoder) crossCheckExactlyOnce(p *Pipeline) {
 			}
 		}
 	}
-	if kafkaSources > 1 {
-		d.errAt(c.At("delivery"), "checkpoints.delivery", "exactly_once delivery supports one Kafka source (one consumer group per transaction); this pipeline has %d", kafkaSources)
+	if len(groups) > 1 {
+		d.errAt(c.At("delivery"), "checkpoints.delivery", "exactly_once delivery reads Kafka in one consumer group (the group's client commits its offsets in the transaction); this pipeline's Kafka sources are in %d: %s",
+			len(groups), strings.Join(slices.Sorted(maps.Keys(groups)), ", "))
 	}
 	for i := range p.Sinks {
 		if s := &p.Sinks[i]; s.Type != SinkKafka && s.Type != SinkFile && s.Type != SinkDiscard {

@@ -61,8 +61,14 @@ func TestParseCheckpointErrors(t *testing.T) {
 			want: `pipeline.yaml:5:9: sinks[0] "out": exactly_once delivery needs Kafka sinks`},
 		{name: "exactly once from a file", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: file, path: readings.json}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
 			want: `sources[0] "in": exactly_once delivery needs Kafka sources`},
-		{name: "exactly once from two groups", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: kafka, topics: [a]}, {name: in2, type: kafka, topics: [c]}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
-			want: `checkpoints.delivery: exactly_once delivery supports one Kafka source`},
+		{name: "exactly once from two groups", doc: badger + "checkpoints: {delivery: exactly_once}\nsources: [{name: in, type: kafka, topics: [a]}, {name: in2, type: kafka, topics: [c], group: other}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `checkpoints.delivery: exactly_once delivery reads Kafka in one consumer group (the group's client commits its offsets in the transaction); this pipeline's Kafka sources are in 2: other, p`},
+		{name: "one group, two starts", doc: "sources: [{name: in, type: kafka, topics: [a]}, {name: in2, type: kafka, topics: [c], start: latest}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `pipeline.yaml:2:94: sources[1] "in2".start: consumer group "p" is read through one client with sources[0] "in": give both the same start, or each its own group`},
+		{name: "one group, a regex", doc: "sources: [{name: in, type: kafka, topics: [a]}, {name: in2, type: kafka, topic_regex: c}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `sources[1] "in2".topic_regex: consumer group "p" is read through one client with sources[0] "in", so both must name their topics`},
+		{name: "one group, two instance ids", doc: "sources: [{name: in, type: kafka, topics: [a], instance_id: x}, {name: in2, type: kafka, topics: [c], instance_id: y}]\nsinks: [{name: out, type: kafka, topic: b}]\n",
+			want: `pipeline.yaml:2:116: sources[1] "in2".instance_id: consumer group "p" is read through one client, one member of the group, with sources[0] "in", which gives another instance_id: give one, or each source its own group`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

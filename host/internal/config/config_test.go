@@ -735,6 +735,7 @@ dead_letter: {type: kafka, topic: shared}
 `,
 		want: []string{
 			`pipeline.yaml:4:36: sources[1] "b".topics: topic "shared" is also read by sources[0] "a" in the same group "p" (each would get only some of its partitions)`,
+			`pipeline.yaml:6:41: sources[3] "d".topic_regex: consumer group "p" is read through one client with sources[0] "a", so both must name their topics; or give each its own group`,
 			`pipeline.yaml:8:36: sinks[0] "s1".topic: topic "in" is read by sources[0] "a", so records would loop`,
 			`pipeline.yaml:9:36: sinks[1] "s2".topic: topic "audit.x" matches the topic_regex of sources[3] "d", so records would loop`,
 			`pipeline.yaml:11:41: sinks[3] "s4": field "topic" does not apply to file sinks`,

@@ -191,7 +191,11 @@
 // and not "." or "..". topic_field and key_field need format json. A Kafka
 // sink or dead-letter output may not write a topic that a Kafka source
 // reads (by name or through its topic_regex), since records would loop, and
-// two Kafka sources of one group may not read the same topic. The embedded
+// two Kafka sources of one group may not read the same topic. The Kafka
+// sources of one group are read through one client, one member of the
+// group per instance: they name their topics (no topic_regex) and give the
+// same start and stop_at, and an instance_id or session_timeout one of them
+// gives is theirs all (two that differ are an error). The embedded
 // broker's settings get their defaults exactly when no brokers are given;
 // Pipeline.UsesKafka tells whether any stage needs the cluster at all.
 //
@@ -200,8 +204,8 @@
 // input. exactly_once delivery needs outputs that can take back what they
 // wrote after the last checkpoint: Kafka sinks and a Kafka dead-letter
 // topic, through the checkpoint's Kafka transaction (so a pipeline that
-// reads or writes Kafka reads one Kafka source and nothing else), files,
-// and discard.
+// reads or writes Kafka reads Kafka in one consumer group and nothing
+// else), files, and discard.
 //
 // File outputs. A file sink and a file dead-letter output each append to
 // one file. A run with nothing to resume from (no checkpoints, or none

@@ -503,6 +503,96 @@ func checkHostPort(s string, listen bool) error {
 	return nil
 }
 
+// crossCheckKafkaGroups checks that the Kafka sources of one consumer
+// group can be read through one client, as they are (one member of the
+// group per instance): they start and stop alike and name their topics.
+// They are one member: an instance_id or session_timeout one of them
+// gives is the others' too (so the environment may set it for the
+// first), and two that differ are an error.
+func (d *decoder) crossCheckKafkaGroups(p *Pipeline) {
+	groups := map[string][]*Source{}
+	var order []string
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		if s.Type != SourceKafka || (len(s.Topics) > 0) == (s.TopicRegex != "") {
+			continue // not Kafka, or told already: it names topics and a topic_regex, or neither
+		}
+		if groups[s.Group] == nil {
+			order = append(order, s.Group)
+		}
+		groups[s.Group] = append(groups[s.Group], s)
+	}
+	for _, g := range order {
+		if srcs := groups[g]; len(srcs) > 1 {
+			d.checkGroupAlike(srcs)
+			shareMember(srcs, "instance_id", func(s *Source) *string { return &s.InstanceID }, d)
+			shareMember(srcs, "session_timeout", func(s *Source) *time.Duration { return &s.SessionTimeout }, d)
+		}
+	}
+}
+
+// checkGroupAlike checks that the sources of one group, read through one
+// client, start and stop alike and name their topics.
+func (d *decoder) checkGroupAlike(srcs []*Source) {
+	f := srcs[0]
+	for _, s := range srcs[1:] {
+		for _, c := range []struct {
+			field string
+			same  bool
+		}{
+			{"topic_regex", s.TopicRegex == "" && f.TopicRegex == ""},
+			{"start", resumes(s.Start) == resumes(f.Start) && s.StartTimestamp == f.StartTimestamp},
+			{"stop_at", s.StopAt == f.StopAt},
+		} {
+			switch {
+			case c.same:
+				continue
+			case c.field == "topic_regex":
+				d.errAt(s.At(c.field), s.FieldPath(c.field),
+					"consumer group %q is read through one client with %s, so both must name their topics; or give each its own group", s.Group, f.Where)
+			default:
+				d.errAt(s.At(c.field), s.FieldPath(c.field),
+					"consumer group %q is read through one client with %s: give both the same %s, or each its own group", s.Group, f.Where, c.field)
+			}
+			break
+		}
+	}
+}
+
+// shareMember gives the sources of one group the one value of a setting
+// of their group member that those setting it give, and reports two
+// that differ.
+func shareMember[T comparable](srcs []*Source, field string, at func(*Source) *T, d *decoder) {
+	var zero T
+	var by *Source
+	for _, s := range srcs {
+		switch v := *at(s); {
+		case v == zero:
+		case by == nil:
+			by = s
+		case v != *at(by):
+			d.errAt(s.At(field), s.FieldPath(field),
+				"consumer group %q is read through one client, one member of the group, with %s, which gives another %s: give one, or each source its own group", s.Group, by.Where, field)
+			return
+		}
+	}
+	if by == nil {
+		return
+	}
+	for _, s := range srcs {
+		*at(s) = *at(by)
+	}
+}
+
+// resumes returns where a source starts a partition its group has no
+// offset for: committed is earliest, said explicitly.
+func resumes(p StartPosition) StartPosition {
+	if p == StartCommitted {
+		return StartEarliest
+	}
+	return p
+}
+
 // crossCheckKafka reports Kafka stages that conflict: a sink or the
 // dead-letter output writing a topic a source reads (records would loop),
 // and two sources of one consumer group reading the same topic (each would
@@ -533,6 +623,7 @@ func (d *decoder) crossCheckKafka(p *Pipeline) {
 			regexes = append(regexes, matcher{s, regexp.MustCompile(s.TopicRegex)})
 		}
 	}
+	d.crossCheckKafkaGroups(p)
 	loop := func(m *Meta, topic string) {
 		if topic == "" {
 			return

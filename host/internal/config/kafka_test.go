@@ -442,3 +442,44 @@ func TestKafkaBrokersOverrideEmbedded(t *testing.T) {
 		})
 	}
 }
+
+// TestKafkaGroupSharesMember: the Kafka sources of one group are one
+// member of it, so an instance_id or session_timeout one of them gives,
+// in the file or from the environment, is the others' too; a source of
+// another group keeps its own.
+func TestKafkaGroupSharesMember(t *testing.T) {
+	const doc = `name: p
+sources:
+  - {name: a, type: kafka, topics: [x]}
+  - {name: b, type: kafka, topics: [y], session_timeout: 7s}
+  - {name: c, type: kafka, topics: [z], group: other}
+sinks: [{name: out, type: stdout}]
+`
+	tests := []struct {
+		name  string
+		env   map[string]string
+		wantA string // a's and b's instance id
+		wantC string
+	}{
+		{name: "none", wantA: "", wantC: ""},
+		{name: "the first's from the environment", env: map[string]string{"WEIR_SOURCES_A_INSTANCE_ID": "i-1"}, wantA: "i-1", wantC: ""},
+		{name: "the second's", env: map[string]string{"WEIR_SOURCES_B_INSTANCE_ID": "i-2", "WEIR_SOURCES_C_INSTANCE_ID": "c-2"}, wantA: "i-2", wantC: "c-2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			setupDir(t)
+			env := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			p, err := Parse("pipeline.yaml", []byte(doc), env, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b, c := p.Sources[0], p.Sources[1], p.Sources[2]
+			if a.InstanceID != tt.wantA || b.InstanceID != tt.wantA || c.InstanceID != tt.wantC {
+				t.Errorf("instance ids %q %q %q, want %q %q %q", a.InstanceID, b.InstanceID, c.InstanceID, tt.wantA, tt.wantA, tt.wantC)
+			}
+			if a.SessionTimeout != 7*time.Second || b.SessionTimeout != 7*time.Second || c.SessionTimeout != 0 {
+				t.Errorf("session timeouts %v %v %v, want 7s 7s 0s", a.SessionTimeout, b.SessionTimeout, c.SessionTimeout)
+			}
+		})
+	}
+}

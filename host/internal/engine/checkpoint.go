@@ -300,18 +300,31 @@ func (b *barrier) release() {
 // source, Barrier sends the current batch and a barrier after it, and
 // returns when the checkpoint is done. Otherwise it returns at once. A
 // source that never calls Barrier holds checkpoints back until it ends.
-func (o *Out) Barrier() error {
+func (o *Out) Barrier() error { return Barrier(o) }
+
+// Barrier is Out.Barrier for a source that hands its records to several
+// Outs of one run (a Kafka client read for several sources of the
+// pipeline, each with its own Out): at a safe point of all of them, if a
+// checkpoint is waiting, it sends each Out's current batch and a barrier
+// after it, and returns when the checkpoint is done. The Outs must be of
+// one run, and used by the caller's goroutine alone.
+func Barrier(outs ...*Out) error {
+	o := outs[0]
 	if o.bar == nil || !o.bar.requested.Load() {
 		return nil
 	}
-	if err := o.Flush(); err != nil {
-		return err
+	for _, x := range outs {
+		if err := x.Flush(); err != nil {
+			return err
+		}
 	}
 	o.bar.mu.Lock()
 	resume := o.bar.resume
 	o.bar.mu.Unlock()
-	if err := o.sendMarker(markerBarrier); err != nil {
-		return err
+	for _, x := range outs {
+		if err := x.sendMarker(markerBarrier); err != nil {
+			return err
+		}
 	}
 	select {
 	case <-resume:

@@ -328,19 +328,37 @@ func (s *Source) upstreamOf(p int32) *upstreamTimes {
 // partition's event time becomes the least of its upstream tasks' last
 // watermarks once each has written one. A record that does not decode
 // goes to the dead-letter output.
-func (r *sourceRun) partitionTime(rec record.Record, kr *kgo.Record) error {
+func (r *sourceRun) partitionTime(v *runView, rec record.Record, kr *kgo.Record) error {
 	m, err := decodeRepartitionMark(kr.Value)
 	if err != nil {
-		return r.dead(rec, kr, fmt.Sprintf("%s[%d]@%d: repartition topic: %v", kr.Topic, kr.Partition, kr.Offset, err))
+		return r.dead(v, rec, kr, fmt.Sprintf("%s[%d]@%d: repartition topic: %v", kr.Topic, kr.Partition, kr.Offset, err))
 	}
 	s := r.s
 	s.mu.Lock()
 	least, ok := s.upstreamOf(kr.Partition).note(m)
 	s.mu.Unlock()
 	if ok {
-		return r.out.PartitionTime(rec.Origin, least)
+		return v.out.PartitionTime(rec.Origin, least)
 	}
 	return nil
+}
+
+// upstreamView returns the source (the index of its view) that read
+// the input record a repartition topic's record with origin header v
+// was made from, or -1 when the header does not say.
+func (s *Source) upstreamView(v []byte) int {
+	if len(s.views) == 1 {
+		return 0
+	}
+	t, _, ok := parseOrigin(v)
+	if !ok {
+		return -1
+	}
+	topic, _, ok := s.inputs.Partition(t)
+	if !ok {
+		return -1
+	}
+	return s.viewOf(topic)
 }
 
 // cloneUpstream returns a deep copy of ups.
@@ -358,9 +376,10 @@ type RepartitionSinkConfig struct {
 	// Sink is the Kafka sink writing the records; its Topic is the
 	// repartition topic, and records keep their keys.
 	Sink SinkConfig
-	// Partitions is the repartition topic's, Inputs the upstream tasks'
-	// count (the input topic's partitions).
-	Partitions, Inputs int32
+	// Partitions is the repartition topic's partition count.
+	Partitions int32
+	// Inputs numbers the upstream tasks, the input topics' partitions.
+	Inputs Inputs
 }
 
 // RepartitionSink writes a repartitioned part of a chain's records to
@@ -370,8 +389,9 @@ type RepartitionSinkConfig struct {
 // engine's sink loop.
 type RepartitionSink struct {
 	*Sink
-	partitions, inputs int32
-	keys               [][]byte // per partition, a key Kafka's partitioner places there
+	partitions int32
+	inputs     Inputs
+	keys       [][]byte // per partition, a key Kafka's partitioner places there
 	// lastOrigin and index number the records made from one input
 	// record, which the workers hand on together.
 	lastOrigin record.Origin
@@ -388,7 +408,7 @@ var _ engine.RepartitionSink = (*RepartitionSink)(nil)
 
 // NewRepartitionSink checks cfg and makes the sink.
 func NewRepartitionSink(cfg RepartitionSinkConfig) (*RepartitionSink, error) {
-	if cfg.Partitions <= 0 || cfg.Inputs <= 0 || cfg.Sink.Topic == "" {
+	if cfg.Partitions <= 0 || cfg.Inputs.Total() <= 0 || cfg.Sink.Topic == "" {
 		return nil, fmt.Errorf("repartition sink %q: needs its topic, its partitions and the input's", cfg.Sink.Name)
 	}
 	sk, err := NewSink(cfg.Sink)
@@ -439,7 +459,8 @@ func (s *RepartitionSink) originHeaders(recs []record.Record) {
 			r.Key = []byte{}
 		}
 		o := r.Origin
-		if o.Partition < 0 || o.Offset < 0 {
+		t, ok := s.inputs.ID(o.Topic, o.Partition)
+		if !ok || o.Offset < 0 {
 			continue
 		}
 		if o.Partition == s.lastOrigin.Partition && o.Offset == s.lastOrigin.Offset && o.Topic == s.lastOrigin.Topic {
@@ -448,7 +469,7 @@ func (s *RepartitionSink) originHeaders(recs []record.Record) {
 			s.lastOrigin, s.index = o, 0
 		}
 		start := len(vals)
-		vals = strconv.AppendInt(vals, int64(o.Partition), 10)
+		vals = strconv.AppendInt(vals, int64(t), 10)
 		vals = append(vals, ',')
 		vals = strconv.AppendInt(vals, o.Offset, 10)
 		vals = append(vals, ',')
@@ -465,12 +486,12 @@ func (s *RepartitionSink) originHeaders(recs []record.Record) {
 // next watermark writes again, and exactly once the transaction's commit
 // fails with it.
 func (s *RepartitionSink) Watermark(parts []engine.PartitionWatermark) error {
-	m := repartitionMark{Of: s.inputs}
+	m := repartitionMark{Of: s.inputs.Total()}
 	for _, pw := range parts {
-		if pw.Partition >= 0 && pw.Partition < s.inputs {
-			m.Tasks, m.WMs = append(m.Tasks, pw.Partition), append(m.WMs, pw.WM)
+		if t, ok := s.inputs.ID(pw.Topic, pw.Partition); ok {
+			m.Tasks, m.WMs = append(m.Tasks, t), append(m.WMs, pw.WM)
 			if pw.Idle {
-				m.Idle = append(m.Idle, pw.Partition)
+				m.Idle = append(m.Idle, t)
 			}
 		}
 	}
@@ -522,29 +543,48 @@ func (s *RepartitionSink) Close() error {
 }
 
 // EnsureRepartitionTopic creates a pipeline's repartition topic unless it
-// exists, with partitions partitions or, for 0, as many as input has,
-// once input exists (it waits while ctx lasts). It returns the
-// repartition topic's partitions, which an existing topic keeps, and
-// input's.
-func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic, input string, partitions int32, log *slog.Logger) (parts, inputs int32, err error) {
+// exists, with partitions partitions or, for 0, as many as the input
+// topic with the most has, once every input topic exists (it waits
+// while ctx lasts). It returns the repartition topic's partitions, which
+// an existing topic keeps, and the numbering of the inputs' partitions
+// as its upstream tasks.
+func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic string, inputs []string, partitions int32, log *slog.Logger) (parts int32, in Inputs, err error) {
 	opts, err := cc.Opts()
 	if err != nil {
-		return 0, 0, err
+		return 0, in, err
 	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
-		return 0, 0, err
+		return 0, in, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	counts, most := map[string]int32{}, int32(0)
+	for _, input := range inputs {
+		n, err := awaitInput(ctx, adm, topic, input, log)
+		if err != nil {
+			return 0, in, err
+		}
+		counts[input], most = n, max(most, n)
+	}
+	if partitions <= 0 {
+		partitions = most
+	}
+	in = NewInputs(counts)
+	parts, err = createRepartitionTopic(ctx, adm, topic, partitions, log)
+	return parts, in, err
+}
+
+// awaitInput returns the partitions of a repartition topic's input
+// topic, waiting, while ctx lasts, for it to exist.
+func awaitInput(ctx context.Context, adm *kadm.Client, topic, input string, log *slog.Logger) (int32, error) {
 	for warned := false; ; warned = true {
 		n, err := topicPartitions(ctx, adm, input)
 		if err != nil {
-			return 0, 0, fmt.Errorf("repartition topic %q: describing the input topic %q: %w", topic, input, err)
+			return 0, fmt.Errorf("repartition topic %q: describing the input topic %q: %w", topic, input, err)
 		}
 		if n > 0 {
-			inputs = int32(n)
-			break
+			return int32(n), nil
 		}
 		if !warned {
 			log.Warn("repartition topic: waiting for the input topic to exist", "topic", topic, "input", input)
@@ -552,34 +592,36 @@ func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic, input s
 		select {
 		case <-time.After(changelogInputPoll):
 		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("repartition topic %q: waiting for the input topic %q: %w", topic, input, ctx.Err())
+			return 0, fmt.Errorf("repartition topic %q: waiting for the input topic %q: %w", topic, input, ctx.Err())
 		}
 	}
-	if partitions <= 0 {
-		partitions = inputs
-	}
+}
+
+// createRepartitionTopic creates topic with partitions partitions unless
+// it exists, and returns its partitions.
+func createRepartitionTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, log *slog.Logger) (int32, error) {
 	for {
 		n, err := topicPartitions(ctx, adm, topic)
 		if err != nil {
-			return 0, 0, fmt.Errorf("repartition topic %q: %w", topic, err)
+			return 0, fmt.Errorf("repartition topic %q: %w", topic, err)
 		}
 		if n > 0 {
 			if int32(n) != partitions {
 				log.Info("repartition topic: the topic keeps the partitions it was made with", "topic", topic, "partitions", n, "configured", partitions)
 			}
-			return int32(n), inputs, nil
+			return int32(n), nil
 		}
 		_, err = adm.CreateTopic(ctx, partitions, -1, nil, topic)
 		switch {
 		case err == nil:
-			return partitions, inputs, nil
+			return partitions, nil
 		case !errors.Is(err, kerr.TopicAlreadyExists):
-			return 0, 0, fmt.Errorf("repartition topic %q: creating it: %w", topic, err)
+			return 0, fmt.Errorf("repartition topic %q: creating it: %w", topic, err)
 		}
 		select { // another instance made it: wait for the metadata to show it
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
-			return 0, 0, fmt.Errorf("repartition topic %q: %w", topic, ctx.Err())
+			return 0, fmt.Errorf("repartition topic %q: %w", topic, ctx.Err())
 		}
 	}
 }

@@ -40,7 +40,7 @@ type InProcessCheck struct {
 	Client      ClientConfig
 	Group       string
 	Topic       string // the repartition topic
-	Input       string // the input topic
+	Inputs      Inputs // the input topics' partitions, numbered
 	Partitions  int32  // the repartition topic's
 	ExactlyOnce bool
 	// Snapshot is the Kafka source's snapshot in the checkpoint the run
@@ -98,7 +98,7 @@ func InProcessUnread(ctx context.Context, c InProcessCheck) (Unread, error) {
 	if err != nil {
 		return Unread{}, err
 	}
-	if why, ahead := appliedAhead(ups, committed, c.Input); why != "" {
+	if why, ahead := appliedAhead(ups, committed, c.Inputs); why != "" {
 		return Unread{Why: why, Ahead: ahead}, nil
 	}
 	from := map[int32]int64{}
@@ -166,18 +166,19 @@ func snapshotTopic(b json.RawMessage, topic string) (map[int32]int64, map[int32]
 }
 
 // appliedAhead returns why the upstream tables ups record an input
-// record applied at or past where its partition of input resumes (the
-// group's offset), or "", and for each input partition so applied the
-// last offset applied.
-func appliedAhead(ups map[int32]*upstreamTimes, committed kadm.OffsetResponses, input string) (why string, ahead map[int32]int64) {
+// record applied at or past where its input partition resumes (the
+// group's offset), or "", and for each upstream task so applied (inputs
+// numbers them) the last offset applied.
+func appliedAhead(ups map[int32]*upstreamTimes, committed kadm.OffsetResponses, inputs Inputs) (why string, ahead map[int32]int64) {
 	for _, q := range slices.Sorted(maps.Keys(ups)) {
 		for t, pos := range ups[q].seen {
-			o, ok := committed.Lookup(input, t)
+			topic, p, _ := inputs.Partition(t)
+			o, ok := committed.Lookup(topic, p)
 			if ok && pos.offset < o.At {
 				continue
 			}
 			if why == "" {
-				why = fmt.Sprintf("partition %d of the repartition topic applied input partition %d up to offset %d, past where the run resumes it", q, t, pos.offset)
+				why = fmt.Sprintf("partition %d of the repartition topic applied partition %d of input topic %q up to offset %d, past where the run resumes it", q, p, topic, pos.offset)
 				ahead = map[int32]int64{}
 			}
 			ahead[t] = max(ahead[t], pos.offset)
@@ -243,7 +244,7 @@ func (s *Source) inProcessTables() {
 		u.of = s.routeInputs
 		for tp, p := range s.parts {
 			if tp.topic != s.repartition && p.owned && p.commit.Offset > 0 {
-				u.apply(tp.partition, originPos{offset: p.commit.Offset - 1, index: math.MaxInt64})
+				u.apply(s.upstreamID(tp), originPos{offset: p.commit.Offset - 1, index: math.MaxInt64})
 			}
 		}
 		for _, pw := range s.routeWMs {
@@ -251,8 +252,9 @@ func (s *Source) inProcessTables() {
 				if u.wm == nil {
 					u.wm = map[int32]int64{}
 				}
-				u.wm[pw.Partition] = pw.WM
-				u.setIdle(pw.Partition, pw.Idle)
+				t := s.upstreamID(srcTP{pw.Topic, pw.Partition})
+				u.wm[t] = pw.WM
+				u.setIdle(t, pw.Idle)
 			}
 		}
 	}
@@ -401,7 +403,7 @@ func (s *Source) noteCaughtUp() {
 		return
 	}
 	for t, off := range s.catchUp {
-		p := s.parts[srcTP{s.inputTopic(), t}]
+		p := s.parts[s.upstreamPartition(t)]
 		if p == nil || !p.owned || p.commit.Offset <= off {
 			s.mu.Unlock()
 			return
@@ -414,14 +416,27 @@ func (s *Source) noteCaughtUp() {
 	done()
 }
 
-// inputTopic returns the topic, of a source reading a repartition topic,
-// that is not the repartition topic. Call with mu held or not: topics do
-// not change.
-func (s *Source) inputTopic() string {
-	for _, t := range s.topics {
-		if t != s.repartition {
-			return t
+// upstreamPartition returns the input partition of upstream task t
+// (SourceConfig.Inputs), or, when Inputs does not number it, partition t
+// of the input topic, as for a pipeline reading one topic.
+func (s *Source) upstreamPartition(t int32) srcTP {
+	if topic, p, ok := s.inputs.Partition(t); ok {
+		return srcTP{topic, p}
+	}
+	for _, topic := range s.topics {
+		if topic != s.repartition {
+			return srcTP{topic, t}
 		}
 	}
-	return ""
+	return srcTP{partition: t}
+}
+
+// upstreamID returns the upstream task of input partition tp
+// (SourceConfig.Inputs), or, when Inputs does not number it, its
+// partition, as for a pipeline reading one topic.
+func (s *Source) upstreamID(tp srcTP) int32 {
+	if id, ok := s.inputs.ID(tp.topic, tp.partition); ok {
+		return id
+	}
+	return tp.partition
 }

@@ -31,7 +31,7 @@ func TestInProcessUnread(t *testing.T) {
 	check := func(exactly bool, snap map[string]map[string]int64) Unread {
 		t.Helper()
 		b, _ := json.Marshal(snap)
-		un, err := InProcessUnread(ctx, InProcessCheck{Client: cc, Group: "g", Topic: "rp", Input: "in", Partitions: 3, ExactlyOnce: exactly, Snapshot: b})
+		un, err := InProcessUnread(ctx, InProcessCheck{Client: cc, Group: "g", Topic: "rp", Inputs: NewInputs(map[string]int32{"in": 3}), Partitions: 3, ExactlyOnce: exactly, Snapshot: b})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,33 +16,53 @@ import (
 )
 
 // TestEnsureRepartitionTopic creates a repartition topic from three
-// instances at once, with the input's partitions, and finds an existing
-// one with the partitions it was made with; an instance whose input does
-// not exist yet waits for it.
+// instances at once, with the input's partitions (with two inputs, the
+// most either has), and finds an existing one with the partitions it was
+// made with; an instance whose input does not exist yet waits for it.
 func TestEnsureRepartitionTopic(t *testing.T) {
-	br, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 12, "rp-old": 3}, Logger: slog.New(slog.DiscardHandler)})
+	br, err := StartBroker(BrokerConfig{Topics: map[string]int32{"in": 12, "bids": 5, "rp-old": 3}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer br.Close()
 	cc := ClientConfig{Brokers: br.Addrs()}
+	log := slog.New(slog.DiscardHandler)
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			p, in, err := EnsureRepartitionTopic(context.Background(), cc, "rp", "in", 0, slog.New(slog.DiscardHandler))
-			if err != nil || p != 12 || in != 12 {
-				t.Errorf("new topic: %d partitions of %d inputs, %v; want 12 of 12", p, in, err)
+			p, in, err := EnsureRepartitionTopic(context.Background(), cc, "rp", []string{"in"}, 0, log)
+			if err != nil || p != 12 || in.Total() != 12 {
+				t.Errorf("new topic: %d partitions of %d inputs, %v; want 12 of 12", p, in.Total(), err)
 			}
 		})
 	}
 	wg.Wait()
-	if p, in, err := EnsureRepartitionTopic(context.Background(), cc, "rp-old", "in", 0, slog.New(slog.DiscardHandler)); err != nil || p != 3 || in != 12 {
-		t.Errorf("existing topic: %d partitions of %d inputs, %v; want 3 of 12", p, in, err)
+	tests := []struct {
+		name          string
+		topic         string
+		inputs        []string
+		parts, total  int32
+		bidsAt, inAt0 int32 // upstream tasks of bids[0] and in[0]
+	}{
+		{name: "existing topic", topic: "rp-old", inputs: []string{"in"}, parts: 3, total: 12, bidsAt: -1, inAt0: 0},
+		{name: "two inputs", topic: "rp-two", inputs: []string{"in", "bids"}, parts: 12, total: 17, bidsAt: 0, inAt0: 5},
+	}
+	for _, tt := range tests {
+		p, in, err := EnsureRepartitionTopic(context.Background(), cc, tt.topic, tt.inputs, 0, log)
+		if err != nil || p != tt.parts || in.Total() != tt.total {
+			t.Errorf("%s: %d partitions of %d inputs, %v; want %d of %d", tt.name, p, in.Total(), err, tt.parts, tt.total)
+		}
+		if id, ok := in.ID("bids", 0); tt.bidsAt >= 0 && (!ok || id != tt.bidsAt) {
+			t.Errorf("%s: bids[0] is upstream task %d, %v; want %d", tt.name, id, ok, tt.bidsAt)
+		}
+		if id, ok := in.ID("in", 0); !ok || id != tt.inAt0 {
+			t.Errorf("%s: in[0] is upstream task %d, %v; want %d", tt.name, id, ok, tt.inAt0)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	if _, _, err := EnsureRepartitionTopic(ctx, cc, "rp-x", "missing", 0, slog.New(slog.DiscardHandler)); err == nil {
-		t.Error("no error without the input topic")
+	if _, _, err := EnsureRepartitionTopic(ctx, cc, "rp-x", []string{"in", "missing"}, 0, log); err == nil {
+		t.Error("no error without an input topic")
 	}
 }
 
@@ -150,13 +170,16 @@ func TestOriginHeaders(t *testing.T) {
 		{Key: []byte("a"), Headers: []record.Header{{Key: "h", Value: []byte("v")}}, Origin: record.Origin{Topic: "in", Partition: 2, Offset: 7}},
 		{Origin: record.Origin{Topic: "in", Partition: 2, Offset: 7}},
 		{Origin: record.Origin{Topic: "in", Partition: 0, Offset: 123456789012}},
+		{Origin: record.Origin{Topic: "bids", Partition: 1, Offset: 7}},
 		{Origin: record.Origin{Partition: -1}},
+		{Origin: record.Origin{Topic: "other", Partition: 0, Offset: 1}},
 	}
-	(&RepartitionSink{}).originHeaders(recs)
+	// Upstream tasks: bids[0] and bids[1] are 0 and 1, in[0..2] 2 to 4.
+	(&RepartitionSink{inputs: NewInputs(map[string]int32{"in": 3, "bids": 2})}).originHeaders(recs)
 	want := []struct {
 		task int32
 		pos  originPos
-	}{{2, originPos{7, 0}}, {2, originPos{7, 1}}, {0, originPos{123456789012, 0}}}
+	}{{4, originPos{7, 0}}, {4, originPos{7, 1}}, {2, originPos{123456789012, 0}}, {1, originPos{7, 0}}}
 	for i, w := range want {
 		hs := recs[i].Headers
 		if recs[i].Key == nil || len(hs) == 0 || hs[len(hs)-1].Key != RepartitionOriginHeader {
@@ -169,8 +192,10 @@ func TestOriginHeaders(t *testing.T) {
 	if len(recs[0].Headers) != 2 || recs[0].Headers[0].Key != "h" {
 		t.Errorf("record 0 lost its own header: %v", recs[0].Headers)
 	}
-	if len(recs[3].Headers) != 0 {
-		t.Errorf("a record without a partition got an origin: %v", recs[3].Headers)
+	for _, i := range []int{4, 5} {
+		if len(recs[i].Headers) != 0 {
+			t.Errorf("record %d, of no input partition, got an origin: %v", i, recs[i].Headers)
+		}
 	}
 }
 

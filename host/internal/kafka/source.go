@@ -199,6 +199,14 @@ type SourceConfig struct {
 	// resumes from the group's offsets, which the last committed
 	// transaction wrote with the checkpoint's outputs.
 	Txn *TxnConfig
+	// Others are the pipeline's other Kafka sources in the same group,
+	// read through this source's client (see View): Source.Views returns
+	// them as engine sources. Not with TopicRegex.
+	Others []ViewConfig
+	// Inputs numbers the input topics' partitions as the repartition
+	// topic's upstream tasks; with a Repartition, it must number every
+	// topic of the Source and its Others.
+	Inputs Inputs
 }
 
 // Source consumes Kafka topics in a consumer group and hands their records to
@@ -245,13 +253,24 @@ type SourceConfig struct {
 type Source struct {
 	name           string
 	group          string
-	format         Format
 	topics         []string // nil with a regex
 	log            *slog.Logger
 	cl             *kgo.Client
 	maxPoll        int
 	commitInterval time.Duration
 	revokeTimeout  time.Duration
+
+	// views are the sources the Source reads for (source_views.go): its
+	// own first, then its Views'. viewOuts are their Outs for the
+	// coming or current Run, lent by the Views' Runs (viewLent is
+	// signalled at each), viewsTaken says the Run took them, and
+	// viewsDone is closed when it ends; guarded by mu.
+	views      []sourceView
+	viewOuts   []*engine.Out
+	viewLent   chan struct{}
+	viewsDone  chan struct{}
+	viewsTaken bool
+	inputs     Inputs // SourceConfig.Inputs
 
 	// mu guards parts, changed and closing.
 	mu    sync.Mutex
@@ -322,8 +341,12 @@ type Source struct {
 	// restoredUp the restored checkpoint's (repartition.go; guarded by
 	// mu).
 	upstream, restoredUp map[int32]*upstreamTimes
-	runs                 int  // Runs begun (owned by Run's goroutine)
+	runs                 int  // Runs begun (written by Run's goroutine, under mu)
 	restoredRun          bool // Restore was called for the coming Run (guarded by mu)
+	// restoreFor is the run (runs+1 when it was called) that Restore
+	// last restored for, and restoredViews how many views restored for
+	// it (guarded by mu).
+	restoreFor, restoredViews int
 
 	// lag is, per partition, the records after the last one polled, as of
 	// the fetch that brought it (guarded by mu).
@@ -422,11 +445,19 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	if cfg.Group == "" {
 		return fail("no consumer group")
 	}
-	topics := slices.DeleteFunc(slices.Clone(cfg.Topics), func(t string) bool { return t == "" })
+	views, err := newViews(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	var topics []string
+	for _, v := range views {
+		topics = append(topics, v.topics...)
+	}
+	topics = slices.DeleteFunc(topics, func(t string) bool { return t == "" })
+	if (cfg.Repartition != "" || len(cfg.Others) > 0) && cfg.TopicRegex != "" {
+		return fail("a topic regex, with a repartition topic or other sources read through the client")
+	}
 	if cfg.Repartition != "" {
-		if cfg.TopicRegex != "" {
-			return fail("a repartition topic with a topic regex")
-		}
 		topics = append(topics, cfg.Repartition)
 	}
 	slices.Sort(topics)
@@ -455,9 +486,6 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	default:
 		return fail("unknown start position %d", int(cfg.Start))
 	}
-	if cfg.Format != FormatJSON && cfg.Format != FormatRaw {
-		return fail("unknown format %d", int(cfg.Format))
-	}
 	if cfg.CommitInterval < 0 || cfg.RevokeTimeout < 0 || cfg.MaxPollRecords < 0 || cfg.FetchMaxBytes < 0 {
 		return fail("negative commit interval, revoke timeout, max poll records or fetch max bytes")
 	}
@@ -468,7 +496,10 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	s := &Source{
 		name:           cfg.Name,
 		group:          cfg.Group,
-		format:         cfg.Format,
+		views:          views,
+		viewOuts:       make([]*engine.Out, len(views)),
+		viewLent:       make(chan struct{}, 1),
+		inputs:         cfg.Inputs,
 		log:            cfg.Logger,
 		maxPoll:        srcOr(cfg.MaxPollRecords, srcDefaultMaxPoll),
 		commitInterval: srcOr(cfg.CommitInterval, srcDefaultCommitInterval),
@@ -581,7 +612,10 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	if s.tasks != nil {
 		defer s.endTaskRun()
 	}
+	defer s.endViews()
+	s.mu.Lock()
 	s.runs++
+	s.mu.Unlock()
 	if s.runs > 1 {
 		s.forgetStaleRestore()
 	}
@@ -592,11 +626,21 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 	s.mu.Lock()
 	s.upstream = cloneUpstream(s.restoredUp)
 	s.mu.Unlock()
+	// The run's state is the restored checkpoint's from here on, even if
+	// it stops before the other sources lend their Outs: its final
+	// checkpoint snapshots it.
+	outs, err := s.borrow(ctx, out)
+	if err != nil {
+		return nil // stopped before the other sources began
+	}
 	if s.topics != nil {
 		s.bg.Go(func() { s.warnMissingTopics(ctx) })
 	}
 	s.bg.Go(func() { s.watchAssignment(ctx) })
-	r := &sourceRun{s: s, out: out, last: -1, owned: s.ownedTasks()}
+	r := &sourceRun{s: s, out: out, owned: s.ownedTasks()}
+	for _, o := range outs {
+		r.views = append(r.views, runView{out: o, last: -1})
+	}
 	stopWatch := context.AfterFunc(ctx, func() { r.stopped.Store(true) })
 	defer stopWatch()
 	if s.stopAtEnd {
@@ -627,14 +671,21 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 // by ctx's AfterFunc).
 type sourceRun struct {
 	s       *Source
-	out     *engine.Out
-	ends    *srcEnds  // with stop_at: latest, where to stop; else nil
-	open    []srcOpen // partitions in the batch being filled
-	last    int       // index in open of the previous record's partition
+	out     *engine.Out // the Source's own, views[0]'s
+	views   []runView   // by view (Source.views)
+	ends    *srcEnds    // with stop_at: latest, where to stop; else nil
 	hdrs    []record.Header
 	lastErr string // the last poll error logged, not to repeat it
 	owned   []bool // sharing by task: the tasks this run owns (ownedTasks)
 	stopped atomic.Bool
+}
+
+// runView is the part of a Run handing records to one of the sources it
+// reads for: their Out, and the partitions of the batch being filled.
+type runView struct {
+	out  *engine.Out
+	open []srcOpen // partitions in the batch being filled
+	last int       // index in open of the previous record's partition
 }
 
 // poll polls once and hands out what it got; done ends Run, with err.
@@ -688,7 +739,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		return true, nil
 	}
 	// Everything polled is handed out: a safe point for a checkpoint.
-	return false, r.out.Barrier()
+	return false, r.barrier()
 }
 
 // takeAssignment announces newly assigned partitions, or ends the run when
@@ -713,7 +764,7 @@ func (r *sourceRun) takeAssignment() error {
 		// not hold the watermark back for good.
 		announce = slices.DeleteFunc(announce, func(tp srcTP) bool { return tp.topic == s.repartition })
 		for i, tp := range announce {
-			from[i] = s.upstreamWatermark(tp.partition)
+			from[i] = s.upstreamWatermark(s.upstreamID(tp))
 		}
 	}
 	s.mu.Unlock()
@@ -731,7 +782,7 @@ func (r *sourceRun) takeAssignment() error {
 		return fmt.Errorf("kafka source %q: %w", s.name, ErrTasksChanged)
 	}
 	for i, tp := range announce {
-		if err := r.out.AnnounceFrom(tp.topic, tp.partition, from[i]); err != nil {
+		if err := r.views[s.viewOf(tp.topic)].out.AnnounceFrom(tp.topic, tp.partition, from[i]); err != nil {
 			return err
 		}
 	}
@@ -758,14 +809,26 @@ func (r *sourceRun) pollErrors(fs kgo.Fetches) (fatal error) {
 	return fatal
 }
 
-// boundary records that the batch being filled was sent.
-func (r *sourceRun) boundary() {
-	if len(r.open) > 0 {
-		r.s.addInflight(r.open)
-		clear(r.open)
-		r.open = r.open[:0]
+// boundary records that the batch view v was filling was sent.
+func (r *sourceRun) boundary(v *runView) {
+	if len(v.open) > 0 {
+		r.s.addInflight(v.open)
+		clear(v.open)
+		v.open = v.open[:0]
 	}
-	r.last = -1
+	v.last = -1
+}
+
+// barrier is the run's safe point (engine.Barrier), for every Out.
+func (r *sourceRun) barrier() error {
+	if len(r.views) == 1 {
+		return r.out.Barrier()
+	}
+	outs := make([]*engine.Out, len(r.views))
+	for i := range r.views {
+		outs[i] = r.views[i].out
+	}
+	return engine.Barrier(outs...) // finish sent every batch
 }
 
 // putBack moves the client back to the first of the records left in it,
@@ -816,9 +879,13 @@ func (r *sourceRun) moveBack(it *kgo.FetchesRecordIter) {
 
 // finish flushes what was handed out and lets a rebalance proceed.
 func (r *sourceRun) finish() error {
-	err := r.out.Flush()
-	if err == nil {
-		r.boundary()
+	var err error
+	for i := range r.views {
+		v := &r.views[i]
+		if err = v.out.Flush(); err != nil {
+			break
+		}
+		r.boundary(v)
 	}
 	r.s.cl.AllowRebalance()
 	return err
@@ -828,73 +895,81 @@ func (r *sourceRun) finish() error {
 // JSON source's record is not JSON, tracking the batch's partitions.
 func (r *sourceRun) hand(kr *kgo.Record) error {
 	tp := srcTP{kr.Topic, kr.Partition}
-	if r.last < 0 || r.open[r.last].tp != tp {
-		r.last = slices.IndexFunc(r.open, func(o srcOpen) bool { return o.tp == tp })
-		if r.last < 0 {
-			r.open = append(r.open, srcOpen{tp: tp, p: r.s.session(tp)})
-			r.last = len(r.open) - 1
+	vi := r.s.viewOf(kr.Topic)
+	v := &r.views[vi]
+	if v.last < 0 || v.open[v.last].tp != tp {
+		v.last = slices.IndexFunc(v.open, func(o srcOpen) bool { return o.tp == tp })
+		if v.last < 0 {
+			v.open = append(v.open, srcOpen{tp: tp, p: r.s.session(tp)})
+			v.last = len(v.open) - 1
 		}
 	}
-	r.open[r.last].end = srcEnd{offset: kr.Offset, epoch: kr.LeaderEpoch}
+	v.open[v.last].end = srcEnd{offset: kr.Offset, epoch: kr.LeaderEpoch}
 	rec := record.Record{
 		Key:       kr.Key,
 		Value:     kr.Value,
 		Timestamp: kr.Timestamp.UnixMilli(),
-		Origin:    record.Origin{Source: r.s.name, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset},
+		Origin:    record.Origin{Source: r.s.views[vi].name, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset},
 	}
+	format := r.s.views[vi].format
 	if len(kr.Headers) > 0 {
 		r.hdrs = r.hdrs[:0]
 		for _, h := range kr.Headers {
 			if h.Key == RepartitionOriginHeader && kr.Topic == r.s.repartition {
-				continue // the repartition's own
+				// The repartition's own: it names the source the
+				// record was read from upstream.
+				if up := r.s.upstreamView(h.Value); up >= 0 {
+					rec.Origin.Source, format = r.s.views[up].name, r.s.views[up].format
+				}
+				continue
 			}
 			r.hdrs = append(r.hdrs, record.Header{Key: h.Key, Value: h.Value})
 		}
 		rec.Headers = r.hdrs
 	}
-	if r.s.format == FormatJSON && !wjson.Valid(kr.Value) {
-		return r.dead(rec, kr, fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value)))
+	if format == FormatJSON && !wjson.Valid(kr.Value) {
+		return r.dead(v, rec, kr, fmt.Sprintf("%s[%d]@%d: not JSON: %s", kr.Topic, kr.Partition, kr.Offset, srcJSONError(kr.Value)))
 	}
 	if kr.Topic == r.s.repartition && r.s.repartition != "" {
 		if isRepartitionWatermark(kr) {
-			return r.partitionTime(rec, kr)
+			return r.partitionTime(v, rec, kr)
 		}
 		if r.applied(kr) {
-			return r.out.Skip(rec.Origin)
+			return v.out.Skip(rec.Origin)
 		}
 	}
 	if reason := r.foreignTask(kr); reason != "" {
-		return r.dead(rec, kr, reason)
+		return r.dead(v, rec, kr, reason)
 	}
-	if err := r.out.Add(rec); err != nil {
+	if err := v.out.Add(rec); err != nil {
 		return err
 	}
-	if r.out.Pending() == 0 { // Add sent the full batch
-		r.boundary()
+	if v.out.Pending() == 0 { // Add sent the full batch
+		r.boundary(v)
 	}
 	r.ends.read(tp, kr.Offset)
 	return nil
 }
 
-// dead hands out rec's dead letter, for reason.
-func (r *sourceRun) dead(rec record.Record, kr *kgo.Record, reason string) error {
+// dead hands out rec's dead letter, for reason, to view v's Out.
+func (r *sourceRun) dead(v *runView, rec record.Record, kr *kgo.Record, reason string) error {
 	// Out.Dead keeps the header slice: give it its own.
 	rec.Headers = slices.Clone(rec.Headers)
 	// Out.Dead sends the batch when its dead letters fill it; we see
 	// that as Pending dropping to zero, which is only unambiguous when
 	// the batch holds records. Otherwise, send the batch ourselves so
 	// that we know where it ends.
-	hadRecords := r.out.Pending() > 0
-	if err := r.out.Dead(rec, reason); err != nil {
+	hadRecords := v.out.Pending() > 0
+	if err := v.out.Dead(rec, reason); err != nil {
 		return err
 	}
 	if !hadRecords {
-		if err := r.out.Flush(); err != nil {
+		if err := v.out.Flush(); err != nil {
 			return err
 		}
-		r.boundary()
-	} else if r.out.Pending() == 0 {
-		r.boundary()
+		r.boundary(v)
+	} else if v.out.Pending() == 0 {
+		r.boundary(v)
 	}
 	r.ends.read(srcTP{kr.Topic, kr.Partition}, kr.Offset)
 	return nil

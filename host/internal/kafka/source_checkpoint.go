@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +30,17 @@ type sourceSnapshot map[string]map[string]int64
 // at a barrier, when every batch Run handed out is complete, so each
 // partition's completed offset is where it is. Partitions of the restored
 // checkpoint not read since keep their offsets.
-func (s *Source) Snapshot() (json.RawMessage, error) {
+func (s *Source) Snapshot() (json.RawMessage, error) { return s.snapshot(0) }
+
+// snapshot is Snapshot of view i (source_views.go): the positions of its
+// topics; the Source's own also holds the repartition topic's, and its
+// upstream tables.
+func (s *Source) snapshot(i int) (json.RawMessage, error) {
 	snap := sourceSnapshot{}
 	put := func(tp srcTP, off int64) {
+		if s.viewOf(tp.topic) != i {
+			return
+		}
 		if snap[tp.topic] == nil {
 			snap[tp.topic] = map[string]int64{}
 		}
@@ -46,10 +55,10 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 			put(tp, p.commit.Offset)
 		}
 	}
-	if s.routeParts > 0 {
+	if s.routeParts > 0 && i == 0 {
 		s.inProcessTables()
 	}
-	if len(s.upstream) > 0 {
+	if len(s.upstream) > 0 && i == 0 {
 		if snap[s.repartition] == nil {
 			snap[s.repartition] = map[string]int64{}
 		}
@@ -66,8 +75,12 @@ func (s *Source) Snapshot() (json.RawMessage, error) {
 // transaction as the checkpoint, and are where it resumes; so does a
 // source that shares its group with other instances. Either way, the
 // repartition topic's upstream watermarks come from the checkpoint.
-func (s *Source) Restore(b json.RawMessage) error {
-	defer s.restoreDone()
+func (s *Source) Restore(b json.RawMessage) error { return s.restoreView(0, b) }
+
+// restoreView is Restore of view i (source_views.go): the first of the
+// coming run's replaces what an earlier run restored, the others add to
+// it, and once every view has restored, partitions may resume.
+func (s *Source) restoreView(i int, b json.RawMessage) error {
 	var snap sourceSnapshot
 	if len(b) > 0 {
 		if err := json.Unmarshal(b, &snap); err != nil {
@@ -97,8 +110,19 @@ func (s *Source) Restore(b json.RawMessage) error {
 		restore = nil
 	}
 	s.mu.Lock()
-	s.restore, s.restoredUp, s.restoredRun = restore, ups, true
+	if s.restoreFor != s.runs+1 {
+		s.restoreFor, s.restoredViews = s.runs+1, 0
+		s.restore, s.restoredUp = map[srcTP]int64{}, map[int32]*upstreamTimes{}
+	}
+	maps.Copy(s.restore, restore)
+	maps.Copy(s.restoredUp, ups)
+	s.restoredRun = true
+	s.restoredViews++
+	all := s.restoredViews == len(s.views)
 	s.mu.Unlock()
+	if all {
+		s.restoreDone()
+	}
 	return nil
 }
 

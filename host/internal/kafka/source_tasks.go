@@ -137,7 +137,7 @@ func (s *Source) moveTasks() {
 		if tp.topic == s.tasksTopic() {
 			held = append(held, tp.partition)
 		} else {
-			inputs = append(inputs, tp.partition)
+			inputs = append(inputs, s.upstreamID(tp))
 		}
 	}
 	s.mu.Unlock()
