@@ -7,7 +7,7 @@
 // string literals. ABI.md beside this file specifies the same contract for
 // guest languages other than Go.
 //
-// The package has four parts:
+// The package has five parts:
 //
 //   - names.go: the versioned export and import names, the operations
 //     (Op) and the OpSet a module reports through ExportOps, and status
@@ -19,6 +19,12 @@
 //   - aggregate.go: the frames of the aggregate operation (add, merge and
 //     result calls and their outputs), with encoders and non-allocating,
 //     non-panicking decoders in the same style.
+//   - typed.go, typed_decl.go, typed_batch.go, typed_output.go and
+//     typed_aggregate.go: the typed-field convention (ABI.md §14), in
+//     which a module declares the JSON fields it reads, the host passes
+//     them column by column, and the guest answers with patches; the
+//     declaration, the typed batch, the typed output and the typed add
+//     frames, each with an encoder and a checking decoder.
 //   - state.go: the state slot convention, how the guest SDKs name the
 //     state slots of their value, map and list states (AppendStateKey,
 //     ParseStateKey), so that state outlives a rewrite of a plugin in

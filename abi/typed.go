@@ -21,8 +21,10 @@ import (
 // not know these names and so refuse a module that lacks the raw export).
 const (
 	// ExportFields returns the field declaration: () -> (u64), the result
-	// packing a declaration frame (typed_decl.go). The host calls it once,
-	// at load, after ExportInit and ExportOps.
+	// packing a declaration frame (typed_decl.go), or the empty region,
+	// which leaves the module a raw one (an SDK that exports every entry
+	// point answers so when the plugin registered no typed function). The
+	// host calls it once, at load, after ExportInit and ExportOps.
 	ExportFields = "weir_fields"
 	// ExportTypedMap, ExportTypedFlatMap and ExportTypedFilter each take
 	// one typed batch frame, (ptr u32, len u32) -> (u64), the result

@@ -390,3 +390,25 @@ func readPatchValue(b []byte, off int, op *PatchOp) (int, error) {
 	}
 	return off - 1, &FrameError{Offset: off - 1, What: fmt.Sprintf("unknown value type %d", uint8(op.Type))}
 }
+
+// TypedMark is a position in a TypedOutputWriter's frame (Mark). It is a
+// plain value, valid until the writer's next Reset.
+type TypedMark struct {
+	size  int
+	count uint32
+}
+
+// Mark returns the frame's end, so that the entries appended after it can
+// be taken back (Rewind): a guest whose function fails after it began a
+// patch answers its record with an error entry alone.
+func (w *TypedOutputWriter) Mark() TypedMark {
+	if len(w.w.buf) < 4 {
+		w.Reset()
+	}
+	return TypedMark{size: len(w.w.buf), count: w.w.count}
+}
+
+// Rewind drops every entry appended since m was taken.
+func (w *TypedOutputWriter) Rewind(m TypedMark) {
+	w.w.buf, w.w.count, w.ops = w.w.buf[:m.size], m.count, 0
+}

@@ -535,3 +535,34 @@ func TestTypedOutputReaderNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations", allocs)
 	}
 }
+
+// TestTypedOutputRewind takes back a patch begun after a mark: the frame
+// decodes as if only the entries before the mark, and the error entry
+// after the rewind, had been written.
+func TestTypedOutputRewind(t *testing.T) {
+	var w TypedOutputWriter
+	w.Reset()
+	w.Keep(0)
+	m := w.Mark()
+	w.BeginPatch(1, PatchFlagTimestamp, nil, 7)
+	w.SetInt("price", 2)
+	w.Rewind(m)
+	w.Error(1, "price overflows")
+	var r TypedOutputReader
+	n, err := r.Reset(w.Bytes())
+	if err != nil || n != 2 {
+		t.Fatalf("Reset: %d entries, %v; want 2", n, err)
+	}
+	var e TypedEntry
+	for i, want := range []Kind{KindKeep, KindError} {
+		if ok, err := r.Next(&e); !ok || err != nil || e.Kind != want || e.Index != i {
+			t.Fatalf("entry %d: %+v, %v, %v; want kind %d", i, e, ok, err, want)
+		}
+	}
+	if string(e.Message) != "price overflows" {
+		t.Errorf("message %q", e.Message)
+	}
+	if ok, err := r.Next(&e); ok || err != nil {
+		t.Errorf("a third entry: %v, %v", ok, err)
+	}
+}

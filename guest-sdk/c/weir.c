@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A host bug (a malformed frame) or running out of memory: kill the
  * instance. */
@@ -187,6 +188,7 @@ EXPORT(WEIR_EXPORT_ALLOC) uint32_t weir__export_alloc(uint32_t size) {
 }
 
 static weir_init_fn init_fn;
+static const char *typed_init_error(void);
 static weir_buf config_copy;
 static weir_buf init_msg;
 
@@ -196,10 +198,12 @@ EXPORT(WEIR_EXPORT_INIT) uint64_t weir__export_init(uint32_t ptr, uint32_t len) 
     config_copy.len = 0;
     weir_buf_append(&config_copy, (const void *)(uintptr_t)ptr, len);
     weir_buf_reserve(&config_copy, 1)[0] = 0; /* NUL after the text, for convenience */
-    if (!init_fn)
+    const char *err = typed_init_error();
+    if (!err && !init_fn)
         return 0;
     const uint8_t *cfg = config_copy.data ? config_copy.data : (const uint8_t *)"";
-    const char *err = init_fn(cfg, config_copy.len);
+    if (!err)
+        err = init_fn(cfg, config_copy.len);
     if (!err)
         return 0;
     init_msg.len = 0;
@@ -214,7 +218,13 @@ static uint32_t registered_ops;
 
 void weir__add_op(uint32_t bit) { registered_ops |= bit; }
 
-EXPORT(WEIR_EXPORT_OPS) uint32_t weir__export_ops(void) { return registered_ops; }
+/* A typed module (one using WEIR_FIELDS) reports the operations of its
+ * typed functions, which are the entry points a host that knows the typed
+ * convention calls (ABI section 14). */
+static bool typed_module;
+static uint32_t typed_ops;
+
+EXPORT(WEIR_EXPORT_OPS) uint32_t weir__export_ops(void) { return typed_module ? typed_ops : registered_ops; }
 
 /* ---------------------------------------------------------------------- */
 /* Frames                                                                  */
@@ -540,21 +550,28 @@ void weir_reject_n(weir_out *o, const char *msg, size_t len) {
 
 void weir_reject(weir_out *o, const char *msg) { weir_reject_n(o, msg, strlen(msg)); }
 
+/* vformat prints fmt into b, which it resets, and returns the length. */
+static size_t vformat(weir_buf *b, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    char probe[1];
+    int n = vsnprintf(probe, sizeof probe, fmt, ap);
+    if (n < 0)
+        n = 0;
+    b->len = 0;
+    weir_buf_reserve(b, (size_t)n + 1);
+    vsnprintf((char *)b->data, (size_t)n + 1, fmt, again);
+    va_end(again);
+    return (size_t)n;
+}
+
 void weir_rejectf(weir_out *o, const char *fmt, ...) {
     static weir_buf b;
     va_list ap;
     va_start(ap, fmt);
-    char probe[1];
-    int n = vsnprintf(probe, sizeof probe, fmt, ap);
+    size_t n = vformat(&b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        n = 0;
-    b.len = 0;
-    weir_buf_reserve(&b, (size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf((char *)b.data, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    weir_reject_n(o, (const char *)b.data, (size_t)n);
+    weir_reject_n(o, (const char *)b.data, n);
 }
 
 bool weir_rejected(const weir_out *o) { return o->rejected; }
@@ -754,6 +771,605 @@ uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
         put32(frame.data + start + 1, (uint32_t)(frame.len - start - 5));
     }
     return pack(frame.data, frame.len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Typed fields (ABI section 14)                                           */
+
+/* fail reports a bug (a malformed frame from the host, or a misuse of the
+ * readers) on stderr, whose last lines the host quotes in the trap's
+ * reason, and traps. */
+static void fail(const char *what) {
+    weir_buf b = {0};
+    weir_buf_str(&b, "weir: ");
+    weir_buf_str(&b, what);
+    weir_buf_byte(&b, '\n');
+    if (write(2, b.data, b.len) < 0) {
+        /* nothing more to do: trap anyway */
+    }
+    WEIR_FAIL();
+}
+
+/* The declaration: WEIR_FIELDS's static table, then the fields declared at
+ * init, encoded as in the declaration frame. */
+static const weir_field_decl *static_fields;
+static size_t static_field_count;
+static weir_buf init_fields;
+static uint32_t init_field_count;
+
+void weir__set_fields(const weir_field_decl *fields, size_t n) {
+    static_fields = fields;
+    static_field_count = n;
+    typed_module = true;
+}
+
+void weir__add_typed_op(uint32_t bit) { typed_ops |= bit; }
+
+static void encode_field(weir_buf *b, const char *path, uint8_t type, uint8_t flags) {
+    size_t n = path ? strlen(path) : 0;
+    weir_buf_byte(b, type);
+    weir_buf_byte(b, flags);
+    buf_put32(b, (uint32_t)n);
+    weir_buf_append(b, path, n);
+}
+
+int weir_declare_field(const char *path, uint8_t type, uint8_t flags) {
+    encode_field(&init_fields, path, type, flags);
+    return (int)(static_field_count + init_field_count++);
+}
+
+weir_bytes weir__fields_frame(void) {
+    static weir_buf decl;
+    decl.len = 0;
+    buf_put32(&decl, WEIR_TYPED_VERSION);
+    buf_put32(&decl, (uint32_t)(static_field_count + init_field_count));
+    for (size_t i = 0; i < static_field_count; i++)
+        encode_field(&decl, static_fields[i].path, static_fields[i].type, static_fields[i].flags);
+    weir_buf_append(&decl, init_fields.data, init_fields.len);
+    return (weir_bytes){decl.data, decl.len};
+}
+
+uint64_t weir__fields_export(void) {
+    weir_bytes f = weir__fields_frame();
+    return pack(f.ptr, f.len);
+}
+
+/* typed_init_error checks, before the plugin's init runs, that a module
+ * with WEIR_FIELDS registers a typed function and the reverse, and forgets
+ * the fields an earlier init declared. */
+static const char *typed_init_error(void) {
+    init_fields.len = 0;
+    init_field_count = 0;
+    if (typed_module && !typed_ops)
+        return "weir: the module declares fields (WEIR_FIELDS) but registers no typed function "
+               "(WEIR_TYPED_MAP, WEIR_TYPED_FLAT_MAP, WEIR_TYPED_FILTER or WEIR_TYPED_AGGREGATE)";
+    if (!typed_module && typed_ops)
+        return "weir: the module registers a typed function (WEIR_TYPED_MAP, ...) but declares no "
+               "fields: add WEIR_FIELDS(...), once, at file scope";
+    return NULL;
+}
+
+/* ---- Reading a typed batch frame ---- */
+
+static const uint8_t *column_entry_at(const uint8_t *in, uint32_t k) {
+    return in + WEIR_TYPED_HEADER_SIZE + (size_t)WEIR_TYPED_COLUMN_SIZE * k;
+}
+
+static const char *check_region(size_t len, uint32_t off, uint64_t size) {
+    if (off % WEIR_TYPED_ALIGN != 0)
+        return "a region's offset is not a multiple of 8";
+    if (off < WEIR_TYPED_HEADER_SIZE || (uint64_t)off + size > len)
+        return "a region lies outside the frame";
+    return NULL;
+}
+
+static const char *check_column(const uint8_t *f, size_t len, uint32_t n, uint32_t k) {
+    const uint8_t *e = column_entry_at(f, k);
+    uint32_t type = get32(e), status_off = get32(e + 4), values_off = get32(e + 8), data_off = get32(e + 12);
+    const char *err;
+    if (type < WEIR_TYPE_INT || type > WEIR_TYPE_RAW)
+        return "unknown type";
+    if (k == WEIR_TYPED_TIMESTAMP_COLUMN && (type != WEIR_TYPE_INT || status_off != 0))
+        return "the timestamp column must be of type int without statuses";
+    if (k == WEIR_TYPED_KEY_COLUMN && type != WEIR_TYPE_STRING)
+        return "the key column must be of type string";
+    if (k != WEIR_TYPED_TIMESTAMP_COLUMN) {
+        if (status_off == 0)
+            return "no statuses";
+        if ((err = check_region(len, status_off, n)))
+            return err;
+    }
+    uint64_t width = type == WEIR_TYPE_BOOL ? 1 : type == WEIR_TYPE_INT || type == WEIR_TYPE_FLOAT ? 8 : 0;
+    if (width) {
+        if (data_off != 0)
+            return "a data offset for a fixed-width column";
+        return check_region(len, values_off, width * n);
+    }
+    if ((err = check_region(len, values_off, 4 * (uint64_t)n + 4)))
+        return err;
+    const uint8_t *offs = f + values_off;
+    uint32_t prev = 0;
+    for (uint32_t i = 0; i <= n; i++) {
+        uint32_t o = get32(offs + 4 * (size_t)i);
+        if ((i == 0 && o != 0) || o < prev)
+            return "string offsets out of order";
+        prev = o;
+    }
+    return check_region(len, data_off, prev);
+}
+
+const char *weir_typed_batch_read(weir_typed_batch *b, const void *in, size_t len) {
+    static weir_buf msg;
+    const uint8_t *f = in;
+    memset(b, 0, sizeof *b);
+    const char *err = NULL;
+    uint32_t k = 0;
+    bool col = false;
+    if (len < WEIR_TYPED_HEADER_SIZE) {
+        err = "truncated record and field counts";
+    } else if (get32(f) > WEIR_MAX_BATCH_RECORDS) {
+        err = "record count over the limit";
+    } else if (get32(f + 4) > WEIR_MAX_TYPED_FIELDS) {
+        err = "field count over the limit";
+    } else {
+        uint32_t n = get32(f), cols = get32(f + 4) + WEIR_TYPED_FIRST_FIELD_COLUMN;
+        if (len < WEIR_TYPED_HEADER_SIZE + (size_t)WEIR_TYPED_COLUMN_SIZE * cols)
+            err = "truncated column table";
+        for (; !err && k < cols; k++) {
+            if ((err = check_column(f, len, n, k))) {
+                col = true;
+                break;
+            }
+        }
+    }
+    if (err) {
+        msg.len = 0;
+        weir_buf_str(&msg, "typed batch frame: ");
+        if (col) {
+            weir_buf_str(&msg, "column ");
+            weir_buf_u64(&msg, k);
+            weir_buf_str(&msg, ": ");
+        }
+        weir_buf_str(&msg, err);
+        weir_buf_byte(&msg, 0);
+        return (const char *)msg.data;
+    }
+    b->count = get32(f);
+    b->fields = get32(f + 4);
+    b->frame_ = f;
+    b->len_ = len;
+    return NULL;
+}
+
+static const char *type_name(uint32_t t) {
+    static const char *names[] = {"null", "int", "float", "bool", "string", "raw"};
+    return t <= WEIR_TYPE_RAW ? names[t] : "unknown";
+}
+
+/* column_entry returns column k's table entry, for record r. */
+static const uint8_t *column_entry(const weir_typed_batch *b, uint32_t k, uint32_t r) {
+    if (!b->frame_)
+        fail("a typed batch read before weir_typed_batch_read");
+    if (r >= b->count)
+        fail("a record index out of range of the typed batch");
+    return column_entry_at(b->frame_, k);
+}
+
+/* field_entry returns field's table entry, checking its type. */
+static const uint8_t *field_entry(const weir_typed_batch *b, uint32_t field, uint32_t r, uint32_t type) {
+    if (field >= b->fields)
+        fail("a field index out of range of the declared fields");
+    const uint8_t *e = column_entry(b, WEIR_TYPED_FIRST_FIELD_COLUMN + field, r);
+    if (get32(e) != type) {
+        static weir_buf msg;
+        msg.len = 0;
+        weir_buf_str(&msg, "field ");
+        weir_buf_u64(&msg, field);
+        weir_buf_str(&msg, " is of type ");
+        weir_buf_str(&msg, type_name(get32(e)));
+        weir_buf_str(&msg, ", read as ");
+        weir_buf_str(&msg, type_name(type));
+        weir_buf_byte(&msg, 0);
+        fail((const char *)msg.data);
+    }
+    return e;
+}
+
+static weir_bytes column_bytes(const weir_typed_batch *b, const uint8_t *e, uint32_t r) {
+    const uint8_t *offs = b->frame_ + get32(e + 8) + 4 * (size_t)r;
+    uint32_t lo = get32(offs), hi = get32(offs + 4);
+    return (weir_bytes){b->frame_ + get32(e + 12) + lo, hi - lo};
+}
+
+int weir_typed_status(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    if (field >= b->fields)
+        fail("a field index out of range of the declared fields");
+    const uint8_t *e = column_entry(b, WEIR_TYPED_FIRST_FIELD_COLUMN + field, r);
+    return b->frame_[get32(e + 4) + (size_t)r];
+}
+
+int64_t weir_typed_int(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    const uint8_t *e = field_entry(b, field, r, WEIR_TYPE_INT);
+    return weir_le_i64(b->frame_ + get32(e + 8) + 8 * (size_t)r);
+}
+
+double weir_typed_float(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    const uint8_t *e = field_entry(b, field, r, WEIR_TYPE_FLOAT);
+    return weir_le_f64(b->frame_ + get32(e + 8) + 8 * (size_t)r);
+}
+
+bool weir_typed_bool(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    const uint8_t *e = field_entry(b, field, r, WEIR_TYPE_BOOL);
+    return b->frame_[get32(e + 8) + (size_t)r] != 0;
+}
+
+weir_bytes weir_typed_string(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    return column_bytes(b, field_entry(b, field, r, WEIR_TYPE_STRING), r);
+}
+
+weir_bytes weir_typed_raw(const weir_typed_batch *b, uint32_t field, uint32_t r) {
+    return column_bytes(b, field_entry(b, field, r, WEIR_TYPE_RAW), r);
+}
+
+int64_t weir_typed_timestamp(const weir_typed_batch *b, uint32_t r) {
+    const uint8_t *e = column_entry(b, WEIR_TYPED_TIMESTAMP_COLUMN, r);
+    return weir_le_i64(b->frame_ + get32(e + 8) + 8 * (size_t)r);
+}
+
+weir_bytes weir_typed_key(const weir_typed_batch *b, uint32_t r) {
+    const uint8_t *e = column_entry(b, WEIR_TYPED_KEY_COLUMN, r);
+    if (b->frame_[get32(e + 4) + (size_t)r] != WEIR_VALUE_PRESENT)
+        return (weir_bytes){NULL, 0};
+    return column_bytes(b, e, r);
+}
+
+weir_record weir_typed_record(const weir_typed_batch *b, uint32_t r) {
+    weir_record rec;
+    memset(&rec, 0, sizeof rec);
+    weir_bytes key = weir_typed_key(b, r);
+    rec.key = key.ptr;
+    rec.key_len = key.len;
+    rec.timestamp = weir_typed_timestamp(b, r);
+    rec.index_ = r;
+    return rec;
+}
+
+/* ---- Writing a typed output frame ---- */
+
+enum { TYPED_ANY = 0, TYPED_MAP, TYPED_FILTER }; /* flat_map is ANY */
+
+void weir_typed_out_reset(weir_typed_out *o) {
+    o->frame_.len = 0;
+    buf_put32(&o->frame_, 0);
+    o->count_ = 0;
+    o->index_ = 0;
+    o->rec_start_ = o->frame_.len;
+    o->rec_entries_ = 0;
+    o->ops_at_ = 0;
+    o->rejected_ = false;
+}
+
+void weir_typed_out_record(weir_typed_out *o, uint32_t index) {
+    if (o->frame_.len < 4)
+        weir_typed_out_reset(o);
+    if (o->count_ && index < o->index_)
+        fail("typed output: input indexes must not decrease");
+    o->index_ = index;
+    o->rec_start_ = o->frame_.len;
+    o->rec_entries_ = 0;
+    o->ops_at_ = 0;
+    o->rejected_ = false;
+}
+
+weir_bytes weir_typed_out_frame(weir_typed_out *o) {
+    if (o->frame_.len < 4)
+        weir_typed_out_reset(o);
+    put32(o->frame_.data, o->count_);
+    o->ops_at_ = 0;
+    return (weir_bytes){o->frame_.data, o->frame_.len};
+}
+
+void weir_typed_out_free(weir_typed_out *o) {
+    weir_buf_free(&o->frame_);
+    memset(o, 0, sizeof *o);
+}
+
+static void typed_entry(weir_typed_out *o, uint8_t kind) {
+    if (o->frame_.len < 4)
+        weir_typed_out_reset(o);
+    uint8_t *q = weir_buf_reserve(&o->frame_, 5);
+    q[0] = kind;
+    put32(q + 1, o->index_);
+    o->frame_.len += 5;
+    o->count_++;
+    o->rec_entries_++;
+    o->ops_at_ = 0;
+}
+
+void weir_typed_reject_n(weir_typed_out *o, const char *msg, size_t len) {
+    if (o->rejected_)
+        return;
+    o->rejected_ = true;
+    if (len == 0) {
+        msg = "rejected";
+        len = 8;
+    }
+    static weir_buf tmp; /* msg may lie in the part of the frame discarded */
+    const weir_buf *f = &o->frame_;
+    if (f->data && (const uint8_t *)msg >= f->data && (const uint8_t *)msg < f->data + f->cap) {
+        tmp.len = 0;
+        weir_buf_append(&tmp, msg, len);
+        msg = (const char *)tmp.data;
+    }
+    if (o->frame_.len >= 4) {
+        o->frame_.len = o->rec_start_;
+        o->count_ -= o->rec_entries_;
+        o->rec_entries_ = 0;
+    }
+    typed_entry(o, WEIR_ENTRY_ERROR);
+    buf_put32(&o->frame_, (uint32_t)len);
+    weir_buf_append(&o->frame_, msg, len);
+}
+
+void weir_typed_reject(weir_typed_out *o, const char *msg) { weir_typed_reject_n(o, msg, strlen(msg)); }
+
+void weir_typed_rejectf(weir_typed_out *o, const char *fmt, ...) {
+    static weir_buf b;
+    va_list ap;
+    va_start(ap, fmt);
+    size_t n = vformat(&b, fmt, ap);
+    va_end(ap);
+    weir_typed_reject_n(o, (const char *)b.data, n);
+}
+
+bool weir_typed_rejected(const weir_typed_out *o) { return o->rejected_; }
+
+/* typed_usable reports whether out may take another keep or patch entry. */
+static bool typed_usable(weir_typed_out *o) {
+    if (o->rejected_)
+        return false;
+    if (o->mode_ == TYPED_FILTER) {
+        weir_typed_reject(o, "weir: a filter function keeps a record by its result, and cannot patch it");
+        return false;
+    }
+    if (o->mode_ == TYPED_MAP && o->rec_entries_ > 0) {
+        weir_typed_reject(o, "weir: a map function output more than one entry for a record");
+        return false;
+    }
+    return true;
+}
+
+void weir_typed_keep(weir_typed_out *o) {
+    if (typed_usable(o))
+        typed_entry(o, WEIR_ENTRY_KEEP);
+}
+
+void weir_patch_begin(weir_typed_out *o, uint8_t flags, const void *key, size_t key_len, int64_t ts) {
+    if (!typed_usable(o))
+        return;
+    if (flags & ~(WEIR_PATCH_FLAG_NEW | WEIR_PATCH_FLAG_KEY | WEIR_PATCH_FLAG_TIMESTAMP)) {
+        weir_typed_reject(o, "weir: weir_patch_begin with unknown flags");
+        return;
+    }
+    typed_entry(o, WEIR_ENTRY_PATCH);
+    weir_buf_byte(&o->frame_, flags);
+    if (flags & WEIR_PATCH_FLAG_KEY) {
+        if (!key) {
+            buf_put32(&o->frame_, WEIR_ABSENT);
+        } else {
+            buf_put32(&o->frame_, (uint32_t)key_len);
+            weir_buf_append(&o->frame_, key, key_len);
+        }
+    }
+    if (flags & WEIR_PATCH_FLAG_TIMESTAMP)
+        weir_buf_le_i64(&o->frame_, ts);
+    o->ops_at_ = o->frame_.len;
+    buf_put32(&o->frame_, 0);
+}
+
+/* patch_op appends the head of an operation of the open patch. */
+static bool patch_op(weir_typed_out *o, uint8_t op, const char *path) {
+    if (o->rejected_)
+        return false;
+    if (!o->ops_at_) {
+        weir_typed_reject(o, "weir: a patch operation outside a patch (call weir_patch_begin first)");
+        return false;
+    }
+    uint32_t n = get32(o->frame_.data + o->ops_at_);
+    if (n >= WEIR_MAX_PATCH_OPS) {
+        weir_typed_reject(o, "weir: a patch of more than 65536 operations");
+        return false;
+    }
+    put32(o->frame_.data + o->ops_at_, n + 1);
+    size_t plen = strlen(path);
+    weir_buf_byte(&o->frame_, op);
+    buf_put32(&o->frame_, (uint32_t)plen);
+    weir_buf_append(&o->frame_, path, plen);
+    return true;
+}
+
+void weir_patch_set_null(weir_typed_out *o, const char *path) {
+    if (patch_op(o, WEIR_PATCH_OP_SET, path))
+        weir_buf_byte(&o->frame_, WEIR_TYPE_NULL);
+}
+
+void weir_patch_set_int(weir_typed_out *o, const char *path, int64_t v) {
+    if (!patch_op(o, WEIR_PATCH_OP_SET, path))
+        return;
+    weir_buf_byte(&o->frame_, WEIR_TYPE_INT);
+    weir_buf_le_i64(&o->frame_, v);
+}
+
+void weir_patch_set_float(weir_typed_out *o, const char *path, double v) {
+    if (!patch_op(o, WEIR_PATCH_OP_SET, path))
+        return;
+    weir_buf_byte(&o->frame_, WEIR_TYPE_FLOAT);
+    weir_buf_le_f64(&o->frame_, v);
+}
+
+void weir_patch_set_bool(weir_typed_out *o, const char *path, bool v) {
+    if (!patch_op(o, WEIR_PATCH_OP_SET, path))
+        return;
+    weir_buf_byte(&o->frame_, WEIR_TYPE_BOOL);
+    weir_buf_byte(&o->frame_, v ? 1 : 0);
+}
+
+static void patch_bytes(weir_typed_out *o, const char *path, uint8_t type, const void *p, size_t len) {
+    if (!patch_op(o, WEIR_PATCH_OP_SET, path))
+        return;
+    weir_buf_byte(&o->frame_, type);
+    buf_put32(&o->frame_, (uint32_t)len);
+    weir_buf_append(&o->frame_, p, len);
+}
+
+void weir_patch_set_string(weir_typed_out *o, const char *path, const void *s, size_t len) {
+    patch_bytes(o, path, WEIR_TYPE_STRING, s, len);
+}
+
+void weir_patch_set_raw(weir_typed_out *o, const char *path, const void *json, size_t len) {
+    patch_bytes(o, path, WEIR_TYPE_RAW, json, len);
+}
+
+void weir_patch_remove(weir_typed_out *o, const char *path) {
+    if (!o->rejected_ && path[0] == 0) {
+        weir_typed_reject(o, "weir: weir_patch_remove of the empty path (remove a field, or set the whole value)");
+        return;
+    }
+    patch_op(o, WEIR_PATCH_OP_REMOVE, path);
+}
+
+/* ---- Typed calls ---- */
+
+static weir_typed_batch the_batch;
+static weir_typed_out the_typed_out;
+
+static void read_batch(weir_typed_batch *b, const void *in, size_t len) {
+    const char *err = weir_typed_batch_read(b, in, len);
+    if (err)
+        fail(err);
+}
+
+/* typed_each calls fn on every record of a typed batch in mode (map or
+ * flat_map: the same calling convention). Inlined into each entry point. */
+static inline weir_bytes typed_each(const void *in, size_t len, int mode, weir_typed_map_fn fn) {
+    weir_typed_batch *b = &the_batch;
+    weir_typed_out *o = &the_typed_out;
+    read_batch(b, in, len);
+    o->mode_ = mode;
+    weir_typed_out_reset(o);
+    for (uint32_t r = 0; r < b->count; r++) {
+        weir_typed_out_record(o, r);
+        fn(b, r, o);
+        if (mode == TYPED_MAP && !o->rejected_ && o->rec_entries_ == 0)
+            typed_entry(o, WEIR_ENTRY_KEEP);
+    }
+    return weir_typed_out_frame(o);
+}
+
+static inline weir_bytes typed_filter(const void *in, size_t len, weir_typed_filter_fn fn) {
+    weir_typed_batch *b = &the_batch;
+    weir_typed_out *o = &the_typed_out;
+    read_batch(b, in, len);
+    o->mode_ = TYPED_FILTER;
+    weir_typed_out_reset(o);
+    for (uint32_t r = 0; r < b->count; r++) {
+        weir_typed_out_record(o, r);
+        bool keep = fn(b, r, o);
+        if (!o->rejected_ && keep)
+            typed_entry(o, WEIR_ENTRY_KEEP);
+    }
+    return weir_typed_out_frame(o);
+}
+
+/* typed_agg_add folds a typed add frame's groups: the same add output frame
+ * as weir__agg_add, the records read from the typed batch after the
+ * groups. */
+static inline weir_bytes typed_agg_add(const void *in, size_t len, weir_typed_agg_add_fn fn) {
+    static weir_buf acc;
+    const uint8_t *p = in;
+    reader rd = {p, p + len};
+    uint32_t groups = take32(&rd);
+    const uint8_t *table = rd.p;
+    uint64_t total = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+        size_t alen;
+        take_acc(&rd, &alen);
+        total += take32(&rd);
+        if (total > WEIR_MAX_BATCH_RECORDS)
+            fail("typed add frame: more records than a batch holds");
+    }
+    size_t off = (size_t)(rd.p - p);
+    for (; off % WEIR_TYPED_ALIGN != 0; off++)
+        if (off >= len || p[off] != 0)
+            fail("typed add frame: the padding before the typed batch is not zero bytes");
+    weir_typed_batch *b = &the_batch;
+    read_batch(b, p + off, len - off);
+    if (b->count != total)
+        fail("typed add frame: the groups' record counts do not add up to the batch's");
+    rd.p = table;
+    frame_count = 0;
+    frame.len = 0;
+    buf_put32(&frame, groups);
+    weir_record rec;
+    memset(&rec, 0, sizeof rec);
+    weir_out *o = &the_out;
+    uint32_t first = 0;
+    for (uint32_t g = 0; g < groups; g++) {
+        size_t alen;
+        const uint8_t *a = take_acc(&rd, &alen);
+        acc.len = 0;
+        weir_buf_append(&acc, a, alen);
+        uint32_t n = take32(&rd);
+        size_t errors_at = frame.len;
+        buf_put32(&frame, 0);
+        frame_count = 0; /* the group's errors */
+        for (uint32_t i = 0; i < n; i++) {
+            rec.index_ = i; /* error entries number records within the group */
+            out_reset(o, MODE_AGG, &rec);
+            fn(&acc, b, first + i, o);
+        }
+        put32(frame.data + errors_at, frame_count);
+        buf_put32(&frame, (uint32_t)acc.len);
+        weir_buf_append(&frame, acc.data, acc.len);
+        first += n;
+    }
+    return (weir_bytes){frame.data, frame.len};
+}
+
+static const void *at(uint32_t ptr) { return (const void *)(uintptr_t)ptr; }
+
+static uint64_t pack_bytes(weir_bytes b) { return pack(b.ptr, b.len); }
+
+weir_bytes weir__typed_map(const void *in, size_t len, weir_typed_map_fn fn) {
+    return typed_each(in, len, TYPED_MAP, fn);
+}
+
+weir_bytes weir__typed_flat_map(const void *in, size_t len, weir_typed_flat_map_fn fn) {
+    return typed_each(in, len, TYPED_ANY, fn);
+}
+
+weir_bytes weir__typed_filter(const void *in, size_t len, weir_typed_filter_fn fn) {
+    return typed_filter(in, len, fn);
+}
+
+weir_bytes weir__typed_agg_add(const void *in, size_t len, weir_typed_agg_add_fn fn) {
+    return typed_agg_add(in, len, fn);
+}
+
+uint64_t weir__run_typed_map(uint32_t ptr, uint32_t len, weir_typed_map_fn fn) {
+    return pack_bytes(typed_each(at(ptr), len, TYPED_MAP, fn));
+}
+
+uint64_t weir__run_typed_flat_map(uint32_t ptr, uint32_t len, weir_typed_flat_map_fn fn) {
+    return pack_bytes(typed_each(at(ptr), len, TYPED_ANY, fn));
+}
+
+uint64_t weir__run_typed_filter(uint32_t ptr, uint32_t len, weir_typed_filter_fn fn) {
+    return pack_bytes(typed_filter(at(ptr), len, fn));
+}
+
+uint64_t weir__run_typed_agg_add(uint32_t ptr, uint32_t len, weir_typed_agg_add_fn fn) {
+    return pack_bytes(typed_agg_add(at(ptr), len, fn));
 }
 
 /* ---------------------------------------------------------------------- */

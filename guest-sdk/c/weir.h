@@ -24,7 +24,9 @@
  * the operations it implements, and the host rejects it at load time when
  * used as an operator of another kind. weir.c provides the exports every
  * module has (weir_abi_v1, weir_alloc, weir_init, and weir_ops, which
- * reports the operations registered).
+ * reports the operations registered). The typed-field convention (ABI
+ * section 14: declared fields read from columns, answers as patches) has
+ * its own macros, WEIR_FIELDS and WEIR_TYPED_MAP, ...: see "Typed fields".
  *
  * Threading and lifetime: the host calls a module from one thread, one call
  * at a time. Records, their bytes and every pointer the SDK hands a
@@ -454,6 +456,273 @@ uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn);
 /* weir_fmt formats as printf does into an SDK buffer, valid until the next
  * weir_fmt call: for init, merge and result error messages. Links printf. */
 const char *weir_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---------------------------------------------------------------------- */
+/* Typed fields (ABI section 14)                                           */
+
+/* The typed convention: the module declares the JSON fields it reads and
+ * their types; the host extracts them from each record's value, in native
+ * code, and passes the batch column by column, so the plugin parses no
+ * JSON. The plugin answers each record with keep, reject (an error entry)
+ * or a patch: operations that set or remove fields, which the host applies
+ * to the record's original bytes.
+ *
+ *     #include "weir.h"
+ *
+ *     enum { PRICE };                       -- field indexes, in order
+ *     WEIR_FIELDS({"price", WEIR_TYPE_INT, WEIR_FIELD_STRICT});
+ *
+ *     static void double_price(const weir_typed_batch *b, uint32_t r, weir_typed_out *out) {
+ *         if (weir_typed_status(b, PRICE, r) != WEIR_VALUE_PRESENT)
+ *             return;                       -- a map keeps the record by default
+ *         weir_patch_begin(out, 0, NULL, 0, 0);
+ *         weir_patch_set_int(out, "price", 2 * weir_typed_int(b, PRICE, r));
+ *     }
+ *     WEIR_TYPED_MAP(double_price);
+ *
+ * WEIR_FIELDS(...) declares the fields and defines the weir_fields export,
+ * which selects the convention: use it exactly once per module (once in
+ * all its files), together with one or more of WEIR_TYPED_MAP,
+ * WEIR_TYPED_FLAT_MAP, WEIR_TYPED_FILTER and WEIR_TYPED_AGGREGATE, which
+ * define the typed exports (weir_typed_map, ...). weir_ops then reports the
+ * typed functions' operations. A module may also register raw functions
+ * (WEIR_MAP, ...) for hosts that predate the convention; a host that knows
+ * it calls only the typed exports. weir_init fails, naming the problem, for
+ * a module with WEIR_FIELDS and no typed function or the reverse. */
+
+/* weir_field_decl declares one field: its path (ABI section 14.1: members
+ * of nested objects separated by '.', in a segment "\." for a '.' and "\\"
+ * for a '\'), its type (WEIR_TYPE_INT, _FLOAT, _BOOL, _STRING or _RAW) and
+ * its flags (0, or WEIR_FIELD_REQUIRED and/or WEIR_FIELD_STRICT: the host
+ * then dead-letters a record whose field is missing or null, or holds
+ * another type, before the plugin sees it). */
+typedef struct weir_field_decl {
+    const char *path;
+    uint8_t type;
+    uint8_t flags;
+} weir_field_decl;
+
+/* WEIR_FIELDS(decl, ...) declares fields 0, 1, ... in order (it may be
+ * empty, WEIR_FIELDS(), when every field is declared at init):
+ *
+ *     WEIR_FIELDS({"user.age", WEIR_TYPE_INT, WEIR_FIELD_REQUIRED},
+ *                 {"user.name", WEIR_TYPE_STRING, 0});
+ *
+ * weir_declare_field declares one more field after them and returns its
+ * index. Call it from the init function, for fields that depend on the
+ * config (each instance's init declares them again, the same way). The
+ * path is copied. The host checks the declaration when it loads the module
+ * and refuses it, naming the field, for a malformed path, an unknown type
+ * or flag, two fields with one path, or more than WEIR_MAX_TYPED_FIELDS
+ * fields. */
+int weir_declare_field(const char *path, uint8_t type, uint8_t flags);
+
+/* weir_typed_batch is one typed batch (ABI section 14.3): count records,
+ * each with a timestamp, a key and the declared fields' values, read in
+ * place from the frame the host wrote (nothing is parsed or copied). A
+ * record is named by its index r, 0 <= r < count. Everything it returns
+ * points into the frame and is valid only during the call. */
+typedef struct weir_typed_batch {
+    uint32_t count;  /* the records */
+    uint32_t fields; /* the declared fields */
+    /* private: */
+    const uint8_t *frame_;
+    size_t len_;
+} weir_typed_batch;
+
+/* weir_typed_batch_read checks the typed batch frame (its column table,
+ * that every region lies in the frame, aligned, and the string offsets)
+ * and sets *b to read it. It returns NULL, or what is wrong (in a static
+ * buffer, valid until the next call). The SDK calls it for its typed
+ * functions; it is public for tests and for frames built by hand. */
+const char *weir_typed_batch_read(weir_typed_batch *b, const void *frame, size_t len);
+
+/* weir_typed_status returns the status of field's value in record r:
+ * WEIR_VALUE_PRESENT, WEIR_VALUE_NULL (the field is JSON null),
+ * WEIR_VALUE_MISSING (the path leads nowhere in the record) or
+ * WEIR_VALUE_MISMATCH (it holds a value of another type). Only a present
+ * value has a value: the readers below return 0, false or empty for the
+ * others. */
+int weir_typed_status(const weir_typed_batch *b, uint32_t field, uint32_t r);
+/* The value of field, of the type it was declared with, in record r.
+ * Reading a field as another type, a field or a record that does not
+ * exist, is a bug: the SDK traps, saying so on stderr. Strings are the
+ * decoded UTF-8 content; raw values the JSON text as written. Their bytes
+ * are not NUL-terminated; ptr is never NULL. */
+int64_t weir_typed_int(const weir_typed_batch *b, uint32_t field, uint32_t r);
+double weir_typed_float(const weir_typed_batch *b, uint32_t field, uint32_t r);
+bool weir_typed_bool(const weir_typed_batch *b, uint32_t field, uint32_t r);
+weir_bytes weir_typed_string(const weir_typed_batch *b, uint32_t field, uint32_t r);
+weir_bytes weir_typed_raw(const weir_typed_batch *b, uint32_t field, uint32_t r);
+/* Record r's timestamp (ms) and key (ptr NULL when it has none). */
+int64_t weir_typed_timestamp(const weir_typed_batch *b, uint32_t r);
+weir_bytes weir_typed_key(const weir_typed_batch *b, uint32_t r);
+/* weir_typed_record returns record r as a weir_record for the state
+ * functions (weir_value_get, ...): its index, timestamp and key. It has no
+ * headers, and no value (value is NULL): the typed convention does not
+ * pass the value. */
+weir_record weir_typed_record(const weir_typed_batch *b, uint32_t r);
+
+/* weir_typed_out writes a typed output frame (ABI section 14.4). In a
+ * typed function it answers the record the function was called for:
+ *
+ * Map: by default the record is kept unchanged. weir_typed_keep says so
+ * explicitly; weir_patch_begin followed by weir_patch_* operations emits it
+ * patched. At most one keep or patch per record.
+ *
+ * Flat map: by default nothing is emitted; any number of keeps (the input
+ * unchanged) and patches (each a record: the input patched, or with
+ * WEIR_PATCH_FLAG_NEW a new one built from {}), in order.
+ *
+ * Filter: the function's result keeps or drops the record; out serves only
+ * to reject it.
+ *
+ * Every kind: weir_typed_reject rejects the record with a message (an error
+ * entry: the host dead-letters it) and discards whatever the function
+ * output for it; calls on out after it are ignored. A call the kind does
+ * not allow (a second entry from a map, a patch from a filter, an operation
+ * outside a patch) rejects the record, saying so.
+ *
+ * Outside the SDK's calls (tests, or a frame built by hand), a zero
+ * weir_typed_out ({0}) writes a frame with flat map's rules:
+ * weir_typed_out_reset starts it, weir_typed_out_record names the input
+ * record the next entries answer (indexes must not decrease),
+ * weir_typed_out_frame finishes it and returns its bytes (valid until the
+ * next call on out), and weir_typed_out_free releases its buffer. */
+typedef struct weir_typed_out {
+    /* private: */
+    weir_buf frame_;
+    uint32_t count_;       /* entries */
+    uint32_t index_;       /* the input record the next entries answer */
+    size_t rec_start_;     /* frame length before that record's entries */
+    uint32_t rec_entries_; /* entries written for it */
+    size_t ops_at_;        /* offset of the open patch's op count; 0: none */
+    bool rejected_;
+    int mode_;
+} weir_typed_out;
+
+void weir_typed_out_reset(weir_typed_out *out);
+void weir_typed_out_record(weir_typed_out *out, uint32_t index);
+weir_bytes weir_typed_out_frame(weir_typed_out *out);
+void weir_typed_out_free(weir_typed_out *out);
+
+/* weir_typed_keep emits the input record unchanged. */
+void weir_typed_keep(weir_typed_out *out);
+/* weir_typed_reject rejects the record with a UTF-8 message. */
+void weir_typed_reject(weir_typed_out *out, const char *msg);
+void weir_typed_reject_n(weir_typed_out *out, const char *msg, size_t len);
+void weir_typed_rejectf(weir_typed_out *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool weir_typed_rejected(const weir_typed_out *out);
+
+/* weir_patch_begin starts a patch entry: the input record with its value
+ * patched by the operations that follow, applied in order. flags:
+ * WEIR_PATCH_FLAG_NEW patches the empty object {} instead of the input's
+ * value; WEIR_PATCH_FLAG_KEY sets the key to key/key_len (key NULL: no
+ * key); WEIR_PATCH_FLAG_TIMESTAMP sets the timestamp to ts. Otherwise the
+ * key and timestamp are the input's, and the headers always are. */
+void weir_patch_begin(weir_typed_out *out, uint8_t flags, const void *key, size_t key_len, int64_t ts);
+/* The operations of the open patch. path is a field path as declared
+ * (section 14.1); for a set, "" is the whole value. A set replaces the
+ * member, keeping its place, or appends it, creating the objects on the
+ * way; a remove removes every occurrence, and is no error when the member
+ * is not there. Floats are sent as their binary64 bits: the host writes
+ * them as the shortest decimal that reads back the same (NaN and infinities
+ * as null), as every SDK does. A string is UTF-8 text that the host quotes;
+ * a raw value is one JSON value's text, written as it is. */
+void weir_patch_set_null(weir_typed_out *out, const char *path);
+void weir_patch_set_int(weir_typed_out *out, const char *path, int64_t v);
+void weir_patch_set_float(weir_typed_out *out, const char *path, double v);
+void weir_patch_set_bool(weir_typed_out *out, const char *path, bool v);
+void weir_patch_set_string(weir_typed_out *out, const char *path, const void *s, size_t len);
+void weir_patch_set_raw(weir_typed_out *out, const char *path, const void *json, size_t len);
+void weir_patch_remove(weir_typed_out *out, const char *path);
+
+/* The typed function types. r is the record's index in b. An aggregate's
+ * add reads its record from the batch and rejects it with
+ * weir_reject(out, ...), as a raw add does; create, merge and result are
+ * those of WEIR_AGGREGATE. */
+typedef void (*weir_typed_map_fn)(const weir_typed_batch *b, uint32_t r, weir_typed_out *out);
+typedef void (*weir_typed_flat_map_fn)(const weir_typed_batch *b, uint32_t r, weir_typed_out *out);
+typedef bool (*weir_typed_filter_fn)(const weir_typed_batch *b, uint32_t r, weir_typed_out *out);
+typedef void (*weir_typed_agg_add_fn)(weir_buf *acc, const weir_typed_batch *b, uint32_t r, weir_out *out);
+
+/* The typed registration macros: at file scope, followed by a semicolon;
+ * WEIR_FIELDS exactly once per module, each other at most once. A module
+ * uses WEIR_AGGREGATE or WEIR_TYPED_AGGREGATE, not both (they define the
+ * same create, merge and result exports). */
+#define WEIR_FIELDS(...)                                                      \
+    static const weir_field_decl weir__fields_table[] = {{NULL, 0, 0}, __VA_ARGS__}; \
+    __attribute__((constructor)) static void weir__register_fields(void) {    \
+        weir__set_fields(weir__fields_table + 1,                              \
+                         sizeof weir__fields_table / sizeof weir__fields_table[0] - 1); \
+    }                                                                         \
+    WEIR__EXPORT(WEIR_EXPORT_FIELDS) uint64_t weir__export_fields(void) {     \
+        return weir__fields_export();                                         \
+    }                                                                         \
+    struct weir__fields_registered
+
+#define WEIR__TYPED_OP(name, bit)                                             \
+    __attribute__((constructor)) static void weir__register_typed_##name(void) { \
+        weir__add_typed_op(bit);                                              \
+    }                                                                         \
+    struct weir__typed_##name##_registered
+
+#define WEIR_TYPED_MAP(fn)                                                    \
+    WEIR__EXPORT(WEIR_EXPORT_TYPED_MAP) uint64_t weir__export_typed_map(      \
+        uint32_t ptr, uint32_t len) {                                         \
+        return weir__run_typed_map(ptr, len, (fn));                           \
+    }                                                                         \
+    WEIR__TYPED_OP(map, WEIR_OP_MAP)
+
+#define WEIR_TYPED_FLAT_MAP(fn)                                               \
+    WEIR__EXPORT(WEIR_EXPORT_TYPED_FLAT_MAP) uint64_t                         \
+    weir__export_typed_flat_map(uint32_t ptr, uint32_t len) {                 \
+        return weir__run_typed_flat_map(ptr, len, (fn));                      \
+    }                                                                         \
+    WEIR__TYPED_OP(flat_map, WEIR_OP_FLAT_MAP)
+
+#define WEIR_TYPED_FILTER(fn)                                                 \
+    WEIR__EXPORT(WEIR_EXPORT_TYPED_FILTER) uint64_t weir__export_typed_filter( \
+        uint32_t ptr, uint32_t len) {                                         \
+        return weir__run_typed_filter(ptr, len, (fn));                        \
+    }                                                                         \
+    WEIR__TYPED_OP(filter, WEIR_OP_FILTER)
+
+#define WEIR_TYPED_AGGREGATE(create, add, merge, result)                      \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_CREATE) uint64_t                             \
+    weir__export_agg_create(void) {                                           \
+        return weir__agg_create((create));                                    \
+    }                                                                         \
+    WEIR__EXPORT(WEIR_EXPORT_TYPED_AGG_ADD) uint64_t                          \
+    weir__export_typed_agg_add(uint32_t ptr, uint32_t len) {                  \
+        return weir__run_typed_agg_add(ptr, len, (add));                      \
+    }                                                                         \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_MERGE) uint64_t                              \
+    weir__export_agg_merge(uint32_t ptr, uint32_t len) {                      \
+        return weir__agg_merge(ptr, len, (merge));                            \
+    }                                                                         \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_RESULT) uint64_t                             \
+    weir__export_agg_result(uint32_t ptr, uint32_t len) {                     \
+        return weir__agg_result(ptr, len, (result));                          \
+    }                                                                         \
+    WEIR__TYPED_OP(aggregate, WEIR_OP_AGGREGATE)
+
+/* The typed macros' implementation. The weir__typed_* functions run one
+ * call on a frame in memory and return the output frame (valid until the
+ * next call): the exports' work, without the 32-bit pointers of the ABI,
+ * so that native tests can run them. */
+void weir__set_fields(const weir_field_decl *fields, size_t n);
+void weir__add_typed_op(uint32_t bit);
+weir_bytes weir__fields_frame(void); /* the declaration frame */
+uint64_t weir__fields_export(void);  /* the weir_fields export */
+uint64_t weir__run_typed_map(uint32_t ptr, uint32_t len, weir_typed_map_fn fn);
+uint64_t weir__run_typed_flat_map(uint32_t ptr, uint32_t len, weir_typed_flat_map_fn fn);
+uint64_t weir__run_typed_filter(uint32_t ptr, uint32_t len, weir_typed_filter_fn fn);
+uint64_t weir__run_typed_agg_add(uint32_t ptr, uint32_t len, weir_typed_agg_add_fn fn);
+weir_bytes weir__typed_map(const void *frame, size_t len, weir_typed_map_fn fn);
+weir_bytes weir__typed_flat_map(const void *frame, size_t len, weir_typed_flat_map_fn fn);
+weir_bytes weir__typed_filter(const void *frame, size_t len, weir_typed_filter_fn fn);
+weir_bytes weir__typed_agg_add(const void *frame, size_t len, weir_typed_agg_add_fn fn);
 
 /* ---------------------------------------------------------------------- */
 /* Logging                                                                 */

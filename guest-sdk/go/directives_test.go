@@ -25,6 +25,11 @@ func TestDirectivesMatchABI(t *testing.T) {
 		"exportGC":      abi.ExportGC,
 		"exportOps":     abi.ExportOps,
 
+		"exportFields":       abi.ExportFields,
+		"exportTypedMap":     abi.ExportTypedMap,
+		"exportTypedFlatMap": abi.ExportTypedFlatMap,
+		"exportTypedFilter":  abi.ExportTypedFilter,
+
 		"exportAggCreate": abi.ExportAggCreate,
 		"exportAggAdd":    abi.ExportAggAdd,
 		"exportAggMerge":  abi.ExportAggMerge,

@@ -51,6 +51,33 @@
 //     instantiate the module again. (A Go runtime fatal error, such as
 //     running out of memory, cannot be recovered and kills the instance.)
 //
+// # Typed fields
+//
+// A plugin that reads a few fields of JSON records can let the host parse
+// them (ABI.md §14): Fields declares the fields, by path and type, and
+// TypedMap, TypedFlatMap or TypedFilter registers a function that reads
+// them from a Row, by their index in the declaration, and answers with a
+// Patch that the host applies to the record's value:
+//
+//	func init() {
+//		weir.Fields(weir.IntField("price", weir.Strict), weir.StringField("channel", 0))
+//		weir.TypedMap(func(r *weir.Row, p *weir.Patch) error {
+//			if price, ok := r.Int(0); ok {
+//				p.SetFloat("euros", float64(price)*0.908)
+//			}
+//			return nil
+//		})
+//	}
+//
+// The host reads each record once, natively; the function decodes
+// nothing, and the host writes the patched value, keeping every byte the
+// patch does not touch. Records whose fields break the declaration
+// (Required: missing or null; Strict: another type) are dead-lettered by
+// the host with the path and the reason, and never reach the function.
+// A typed function and a raw one of the same kind cannot both be
+// registered; a module with no typed function answers the host's
+// weir_fields call with nothing, and stays a raw module.
+//
 // # Aggregates
 //
 // Aggregate registers an aggregate, the equivalent of Flink's

@@ -74,6 +74,36 @@ func exportFlatMap(ptr, n uint32) uint64 { return runBatch(abi.OpFlatMap, ptr, n
 //go:wasmexport weir_filter
 func exportFilter(ptr, n uint32) uint64 { return runBatch(abi.OpFilter, ptr, n) }
 
+// The typed convention's exports (ABI.md §14). weir_fields returns the
+// empty region unless a typed function is registered: the module is then a
+// raw one, though it exports the typed entry points.
+
+//go:wasmexport weir_fields
+func exportFields() uint64 {
+	d := typedDecl()
+	if d == nil {
+		return abi.Pack(0, 0)
+	}
+	return abi.Pack(addr(d), uint32(len(d)))
+}
+
+func runTyped(op abi.Op, ptr, n uint32) uint64 {
+	out, err := typedProcessor.run(op, inputFrame(ptr, n))
+	if err != nil {
+		panic(err)
+	}
+	return abi.Pack(addr(out), uint32(len(out)))
+}
+
+//go:wasmexport weir_typed_map
+func exportTypedMap(ptr, n uint32) uint64 { return runTyped(abi.OpMap, ptr, n) }
+
+//go:wasmexport weir_typed_flat_map
+func exportTypedFlatMap(ptr, n uint32) uint64 { return runTyped(abi.OpFlatMap, ptr, n) }
+
+//go:wasmexport weir_typed_filter
+func exportTypedFilter(ptr, n uint32) uint64 { return runTyped(abi.OpFilter, ptr, n) }
+
 // The aggregate exports. weir_agg_create has no way to report an error but
 // to trap: in a module without a registered aggregate it panics, so that
 // the host, which calls it when it loads an aggregate operator, refuses the

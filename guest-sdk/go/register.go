@@ -63,25 +63,25 @@ func Init(fn InitFunc) {
 
 // Map registers the map function.
 func Map(fn MapFunc) {
-	mustRegister(fn == nil, handlers.mapFn != nil || handlers.mapTo != nil, "map")
+	mustRegister(fn == nil, mapRegistered(), "map")
 	handlers.mapFn = fn
 }
 
 // MapTo registers a map function that writes its result through an Output.
 func MapTo(fn MapToFunc) {
-	mustRegister(fn == nil, handlers.mapFn != nil || handlers.mapTo != nil, "map")
+	mustRegister(fn == nil, mapRegistered(), "map")
 	handlers.mapTo = fn
 }
 
 // FlatMap registers the flat_map function.
 func FlatMap(fn FlatMapFunc) {
-	mustRegister(fn == nil, handlers.flatMap != nil, "flat_map")
+	mustRegister(fn == nil, handlers.flatMap != nil || typed.flatMap != nil, "flat_map")
 	handlers.flatMap = fn
 }
 
 // Filter registers the filter function.
 func Filter(fn FilterFunc) {
-	mustRegister(fn == nil, handlers.filter != nil, "filter")
+	mustRegister(fn == nil, handlers.filter != nil || typed.filter != nil, "filter")
 	handlers.filter = fn
 }
 
@@ -100,13 +100,13 @@ func mustRegister(isNil, dup bool, kind string) {
 // points of every operation.
 func registeredOps() abi.OpSet {
 	var s abi.OpSet
-	if handlers.mapFn != nil || handlers.mapTo != nil {
+	if mapRegistered() {
 		s |= abi.OpMap.Bit()
 	}
-	if handlers.flatMap != nil {
+	if handlers.flatMap != nil || typed.flatMap != nil {
 		s |= abi.OpFlatMap.Bit()
 	}
-	if handlers.filter != nil {
+	if handlers.filter != nil || typed.filter != nil {
 		s |= abi.OpFilter.Bit()
 	}
 	if aggHandler != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
 	"github.com/weir-stream/weir/host/internal/wasm"
@@ -30,6 +31,10 @@ type Info struct {
 	Exports    []string `json:"exports"`     // "name (params) -> (results)", sorted
 	Imports    []string `json:"imports"`     // "module.name (params) -> (results)", in module order
 	Memory     string   `json:"memory"`      // memory 0's limits in 64 KiB pages, or ""
+	// Fields are the fields a typed module declares (abi/ABI.md §14), as
+	// "path: type" followed by ", required" and ", strict" when flagged;
+	// none for a raw module.
+	Fields []string `json:"fields,omitempty"`
 	// Problems says why weir would refuse to load the module; empty for a
 	// valid plugin.
 	Problems []string `json:"problems"`
@@ -51,6 +56,16 @@ func Inspect(path string) (Info, error) {
 		Ops: []string{}, Exports: []string{}, Imports: []string{}}
 	for _, op := range info.Ops {
 		pi.Ops = append(pi.Ops, op.String())
+	}
+	for _, f := range info.Fields {
+		s := f.Path + ": " + f.Type.String()
+		if f.Flags&abi.FieldRequired != 0 {
+			s += ", required"
+		}
+		if f.Flags&abi.FieldStrict != 0 {
+			s += ", strict"
+		}
+		pi.Fields = append(pi.Fields, s)
 	}
 	for _, e := range info.Exports {
 		pi.Exports = append(pi.Exports, e.Name+" "+e.Signature.String())

@@ -121,6 +121,40 @@ var conformanceTests = []conformanceTest{
 	{name: "average of nothing", plugin: "average", op: "aggregate", result: `{"avg":null,"count":0}`},
 }
 
+// typedTests are the cases of the typed-convention plugins (ABI.md §14),
+// which only some folders have (wat/ for now): a folder without the
+// plugin skips its cases. Rejections at field extraction are the host's,
+// and the same for every language.
+var typedTests = []conformanceTest{
+	{name: "typed_double", plugin: "typed_double", op: "map", cases: []conformanceCase{
+		{v(`{"price":12}`), want(`{"price":24}`)},
+		{v(`{ "id" : 7 , "price" : 21 , "tag" : "x" }`), want(`{ "id" : 7 , "price" : 42 , "tag" : "x" }`)},
+		{v(`{"price":1e3,"price":-4}`), want(`{"price":1e3,"price":-8}`)},
+		{v(`{"price":9007199254740993}`), want(`{"price":18014398509481986}`)},
+		{v(`{"price":2.0}`), want(`{"price":4}`)},
+		{v(`{"price":"12"}`), want(`error: field "price": want int, found string`)},
+		{v(`{"price":1.5}`), want(`error: field "price": want int, found number 1.5 (not an integer)`)},
+		{v(`{"price":4611686018427387903}`), want(`{"price":9223372036854775806}`)},
+		{v(`{"price":-4611686018427387904}`), want(`{"price":-9223372036854775808}`)},
+		{v(`{"price":4611686018427387904}`), want("error: price overflows")},
+		{v(`{"price":-4611686018427387905}`), want("error: price overflows")},
+		{v(`{"price":null}`), want("error: price is null")},
+		{v(`{"cost":12}`), want("error: price is missing")},
+		{v(`[12]`), want("error: price is missing")},
+		{v(`{"price":`), want("error:")},
+	}},
+	{name: "keep_active", plugin: "keep_active", op: "filter", cases: []conformanceCase{
+		{v(`{"active":true,"id":1}`), want(`{"active":true,"id":1}`)},
+		{v(`{"active":false}`), nil},
+		{v(`{"id":3}`), nil},
+		{v(`{"active":null}`), nil},
+		{v(`{"active":"yes"}`), want("error: active is not a bool")},
+		{v(`{"active":1}`), want("error: active is not a bool")},
+		{v(`{"active":false,"active":true}`), want(`{"active":false,"active":true}`)},
+		{v(`{"active":true,}`), want("error:")},
+	}},
+}
+
 // trap_on's trapping value, per test, which the table writes as "trap".
 func isTrapCase(tc conformanceTest, c conformanceCase) bool {
 	trap := "trap"
@@ -192,6 +226,20 @@ func TestConformance(t *testing.T) {
 					}
 				})
 			}
+			runTyped(t, have)
+		})
+	}
+}
+
+// runTyped runs typedTests for the plugins of have that implement them.
+func runTyped(t *testing.T, have map[string]string) {
+	for _, tc := range typedTests {
+		t.Run(tc.name, func(t *testing.T) {
+			path, ok := have[tc.plugin]
+			if !ok {
+				t.Skipf("no %s plugin", tc.plugin)
+			}
+			runConformance(t, path, tc)
 		})
 	}
 }
@@ -210,6 +258,12 @@ func TestConformanceWAT(t *testing.T) {
 		}
 		t.Run(tc.name, func(t *testing.T) { runConformance(t, path, tc) })
 	}
+	for _, name := range []string{"typed_double", "keep_active"} {
+		if _, ok := have[name]; !ok {
+			t.Errorf("no hand-written %s module in wat/", name)
+		}
+	}
+	runTyped(t, have)
 }
 
 // opsTests load plugins as operators of each kind: a plugin used as an
@@ -226,6 +280,9 @@ var opsTests = []struct {
 	{name: "flat_map as map", plugin: "words", op: "map", wantErr: "the plugin implements flat_map, not map"},
 	{name: "map as map", plugin: "fail_on", op: "map"},
 	{name: "flat_map as flat_map", plugin: "words", op: "flat_map"},
+	{name: "typed map as filter", plugin: "typed_double", op: "filter", wantErr: "the plugin implements map, not filter"},
+	{name: "typed filter as map", plugin: "keep_active", op: "map", wantErr: "the plugin implements filter, not map"},
+	{name: "typed map as map", plugin: "typed_double", op: "map"},
 }
 
 // TestConformanceOps runs opsTests for every SDK and for the WAT modules.

@@ -1,6 +1,7 @@
 /*
- * Unit tests of the C SDK's JSON helpers and buffers, and of what the
- * registration macros report in weir_ops:
+ * Unit tests of the C SDK's JSON helpers and buffers, of what the
+ * registration macros report in weir_ops, and (typed_test.c) of the typed
+ * convention's declaration, reader, writer and calls:
  *
  *     cc -O2 -Wall -I. -o /tmp/weir_test test/weir_test.c weir.c -lm && /tmp/weir_test   (in guest-sdk/c)
  *
@@ -527,6 +528,9 @@ static void test_ops(void) {
     CHECK(got == (WEIR_OP_MAP | WEIR_OP_FILTER), "weir_ops = %u, want map and filter (%u)", got, WEIR_OP_MAP | WEIR_OP_FILTER);
 }
 
+/* The typed convention's tests (ABI section 14), in their own file. */
+#include "typed_test.c"
+
 int main(void) {
     test_ops();
     test_get();
@@ -536,6 +540,7 @@ int main(void) {
     test_writer_and_config();
     test_fast_matches_slow();
     test_vectors();
+    test_typed();
     if (failures) {
         fprintf(stderr, "FAIL: %d failures\n", failures);
         return 1;

@@ -298,8 +298,8 @@ func (w *Worker) aggDeadLetter(rec record.Record, t *trapError, out *AggOutput) 
 		"origin", rec.Origin.String(), "reason", t.reason)
 }
 
-// aggAddCall makes one weir_agg_add call for groups and appends its
-// results to out. It returns nil, a *trapError (the instance has been
+// aggAddCall makes one weir_agg_add call (weir_typed_agg_add for a typed
+// module) for groups and appends its results to out. It returns nil, a *trapError (the instance has been
 // dropped; out may hold partial results), or a fatal error.
 func (w *Worker) aggAddCall(ctx context.Context, groups []AggGroup, out *AggOutput) error {
 	if w.inst == nil {
@@ -307,28 +307,28 @@ func (w *Worker) aggAddCall(ctx context.Context, groups []AggGroup, out *AggOutp
 			return err
 		}
 	}
-	f := abi.AppendAggCount(w.frame[:0], len(groups))
-	for i := range groups {
-		g := &groups[i]
-		f = abi.AppendAggGroup(f, g.Acc, len(g.Records))
-		for j := range g.Records {
-			r := &g.Records[j]
-			f = abi.AppendRecord(f, r.Timestamp, r.Key, r.Value, len(r.Headers))
-			for _, h := range r.Headers {
-				f = abi.AppendHeader(f, h.Key, h.Value)
-			}
+	var nrej int
+	if w.p.decl != nil {
+		var err error
+		if groups, nrej, err = w.typedAddFrame(groups, out); err != nil {
+			return err
+		}
+	} else {
+		w.frame = abi.AppendAggCount(w.frame[:0], len(groups))
+		for i := range groups {
+			g := &groups[i]
+			w.frame = appendRecords(abi.AppendAggGroup(w.frame, g.Acc, len(g.Records)), g.Records)
 		}
 	}
-	w.frame = f
-	frame, err := w.aggCall(ctx, w.inst.op, f)
+	frame, err := w.aggCall(ctx, w.inst.op, w.frame)
 	if err != nil {
 		return err
 	}
-	nrej, err := w.aggDecodeAdd(frame, groups, out)
+	n, err := w.aggDecodeAdd(frame, groups, out)
 	if err != nil {
 		return w.trapped(ctx, &trapError{reason: "invalid output: " + err.Error(), cause: err})
 	}
-	if nrej > 0 {
+	if nrej += n; nrej > 0 {
 		w.stats.errors.Add(uint64(nrej))
 	}
 	w.aggDone(ctx)

@@ -32,7 +32,10 @@
 // that a module that cannot start fails at Load. After initialisation, a
 // module that exports abi.ExportOps is asked for the operations it
 // registered, and Load fails with ErrInvalidModule when the operator's is
-// not among them; a module without it is judged by its exports. Instantiating runs no
+// not among them; a module without it is judged by its exports. A module
+// that exports abi.ExportFields may be typed (below): Load then calls it
+// once and compiles the declaration (fields.Compile), failing with
+// ErrInvalidModule and the declaration's error, which names the field. Instantiating runs no
 // start function; the host runs abi.ExportInitialize when exported, then
 // writes the config into a region from weir_alloc and calls weir_init,
 // whose error text fails the load; both under the plugin's deadline, so a
@@ -80,6 +83,38 @@
 // timestamp and headers from its input unless it sets them; every output
 // record keeps its input's Origin. The host calls abi.ExportGC, when
 // exported, after every abi.GCEveryCalls batch calls.
+//
+// # Typed fields
+//
+// A typed module (ABI.md §14; typed.go) exports abi.ExportFields and
+// answers it with a declaration; one that answers with the empty region
+// is a raw module (an SDK exporting every entry point does so when no
+// typed function is registered). Until Load has asked, an operation of a
+// module exporting abi.ExportFields counts as implemented by its raw or
+// its typed exports; once it has, Load refuses the module when the
+// exports of the convention it selected are missing, naming them. A typed
+// module's Worker calls the typed export of its operator
+// (abi.Op.TypedExport; for aggregate, abi.ExportTypedAggAdd beside create,
+// merge and result) instead of the raw one. Per batch, the Worker's
+// fields.Extractor reads the declared fields of every record: a record
+// whose value is not JSON or whose fields break their policy becomes a
+// dead letter at once, with Reason "<op> error: <reason>" (such as `map
+// error: field "price": want int, found string`), and never reaches the
+// guest. The others are written as one typed batch frame, through the
+// same input region and batch call as a raw frame; its record indexes,
+// which the output entries and the state calls use, are those of the
+// records kept. The typed output frame is decoded and checked as the raw
+// one (abi.TypedOutputReader, abi.CheckTypedOrder); a patch entry emits
+// its input with its value patched by the Worker's fields.Patcher (from
+// {} for abi.PatchFlagNew), its key and timestamp where flagged, and the
+// input's headers and origin; the value is copied out of the Patcher at
+// once. A patch that cannot apply (a *fields.PatchError) dead-letters its
+// input with the reason; one whose raw value is not JSON
+// (fields.ErrBadRawValue), like any frame breaking the rules, fails the
+// call as a trap. A typed add call extracts the records of all its groups
+// at once and sends the typed add frame of the groups' kept records.
+// Once its buffers have grown, a typed batch call allocates nothing per
+// record beyond the output it copies.
 //
 // # Host functions
 //

@@ -32,6 +32,10 @@ type Info struct {
 	// Memory describes the module's memory when it exports or imports one;
 	// nil when it does neither (it may still define an unexported one).
 	Memory *MemoryInfo
+	// Fields are the fields a typed module (one exporting
+	// abi.ExportFields, ABI.md §14) declares once initialised with the
+	// config {}; nil for a raw module, or one that does not start so.
+	Fields []abi.FieldDecl
 	// Problems says why Load would reject the module, for every operation
 	// in Ops; empty for a valid ABI v1 module.
 	Problems []string
@@ -70,8 +74,9 @@ type MemoryInfo struct {
 
 // Inspect compiles wasm and describes it. It instantiates it only when the
 // module is a valid plugin that reports the operations it registered
-// (abi.ExportOps): it then initialises it in the sandbox, as Load does,
-// with the config {}, and asks. It returns an error wrapping
+// (abi.ExportOps) or declares fields (abi.ExportFields): it then
+// initialises it in the sandbox, as Load does, with the config {}, and
+// asks. It returns an error wrapping
 // ErrInvalidModule only when wasm is not a valid WebAssembly module; a
 // module that is valid Wasm but not a valid weir plugin is described, with
 // Info.Problems saying what is wrong.
@@ -124,8 +129,9 @@ func Inspect(wasm []byte) (Info, error) {
 	} else {
 		info.Problems = s.problems(e.provided, info.Ops...)
 	}
-	if _, ok := s.exports[abi.ExportOps]; ok && len(info.Problems) == 0 {
-		info.Ops, info.Problems = registeredOps(ctx, e, wasm, info.Ops)
+	_, reports := s.exports[abi.ExportOps]
+	if (reports || s.fields) && len(info.Problems) == 0 {
+		info.Ops, info.Fields, info.Problems = initialised(ctx, e, wasm, info.Ops, reports)
 	}
 	return info, nil
 }
@@ -134,18 +140,22 @@ func Inspect(wasm []byte) (Info, error) {
 // an operator gets without a config: block.
 var inspectConfig = []byte("{}")
 
-// registeredOps returns those of ops, the operations the module exports,
-// that it reports through abi.ExportOps once initialised with
-// inspectConfig. When it does not start with that config, it returns ops,
-// and the reason as a problem.
-func registeredOps(ctx context.Context, e *engine, bin []byte, ops []abi.Op) ([]abi.Op, []string) {
-	has, err := loadOps(ctx, e, bin, ops[0])
+// initialised returns what the module says once initialised with
+// inspectConfig: those of ops, the operations the module exports, that it
+// reports through abi.ExportOps when it does (reports), and its declared
+// fields. When it does not start with that config, it returns ops, and
+// the reason as a problem.
+func initialised(ctx context.Context, e *engine, bin []byte, ops []abi.Op, reports bool) ([]abi.Op, []abi.FieldDecl, []string) {
+	has, decls, err := loadInfo(ctx, e, bin, ops)
 	if err != nil {
 		msg := err.Error()
 		if le, ok := err.(*Error); ok {
 			msg = (&Error{Msg: le.Msg, Err: le.Err}).Error() // without the operator
 		}
-		return ops, []string{fmt.Sprintf("with the config %s, it does not start: %s (so the operations listed are those it exports)", inspectConfig, msg)}
+		return ops, nil, []string{fmt.Sprintf("with the config %s, it does not start: %s (so the operations listed are those it exports)", inspectConfig, msg)}
+	}
+	if !reports {
+		return ops, decls, nil
 	}
 	var reg []abi.Op
 	for _, op := range ops {
@@ -154,26 +164,40 @@ func registeredOps(ctx context.Context, e *engine, bin []byte, ops []abi.Op) ([]
 		}
 	}
 	if len(reg) == 0 {
-		return nil, []string{fmt.Sprintf("with the config %s, it registers none of the operations it exports (%s)", inspectConfig, opList(ops))}
+		return nil, nil, []string{fmt.Sprintf("with the config %s, it registers none of the operations it exports (%s)", inspectConfig, opList(ops))}
 	}
-	return reg, nil
+	return reg, decls, nil
 }
 
-// loadOps loads the module on e as an operator of op, as Load does, and
-// returns its abi.ExportOps answer, which a refusal for another operation
-// carries.
-func loadOps(ctx context.Context, e *engine, bin []byte, op abi.Op) (abi.OpSet, error) {
+// loadInfo loads the module on e, as Load does, as an operator of the
+// first of ops it registers, and returns its abi.ExportOps answer (all
+// of ops for a module without the export) and its declared fields.
+func loadInfo(ctx context.Context, e *engine, bin []byte, ops []abi.Op) (abi.OpSet, []abi.FieldDecl, error) {
 	// A Runtime of the one engine, which Inspect closes.
 	rt := &Runtime{log: slog.New(slog.DiscardHandler), eng: e}
-	p, err := rt.Load(ctx, PluginConfig{Operator: "inspect", Wasm: bin, Op: op, InitConfig: inspectConfig})
-	var oe *opsError
-	if errors.As(err, &oe) {
-		return oe.ops, nil
+	has := abi.OpSetOf(ops...)
+	for _, op := range ops {
+		if !has.Has(op) {
+			continue
+		}
+		p, err := rt.Load(ctx, PluginConfig{Operator: "inspect", Wasm: bin, Op: op, InitConfig: inspectConfig})
+		var oe *opsError
+		if errors.As(err, &oe) {
+			has = oe.ops // refused for op: try the first op it registers
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		defer p.Close(ctx)
+		reg, reports, err := p.spare.registeredOps(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		if reports {
+			has = reg
+		}
+		return has, p.declared(), nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	defer p.Close(ctx)
-	has, _, err := p.spare.registeredOps(ctx)
-	return has, err
+	return has, nil, nil
 }

@@ -17,6 +17,7 @@ func TestInspect(t *testing.T) {
 		exports      []string // a subset, "name signature"
 		imports      []string // all, "module.name kind"
 		memory       string   // "" for none known
+		fields       string   // the declared fields, as fmt prints them; "" for none
 		problemsLike []string // substrings, in order; none means no problems
 	}{
 		{
@@ -93,6 +94,22 @@ func TestInspect(t *testing.T) {
 			memory:       "export memory, min 2",
 			problemsLike: []string{"export " + abi.ExportOps + " has type (i32) -> (i32), want () -> (i32)"},
 		},
+		{
+			module:     "typed_sum",
+			abiVersion: 1,
+			ops:        []abi.Op{abi.OpAggregate},
+			exports:    []string{abi.ExportFields + " () -> (i64)", abi.ExportTypedAggAdd + " (i32, i32) -> (i64)"},
+			memory:     "export memory, min 2",
+			fields:     "[{n int 2}]",
+		},
+		{
+			module:       "typed_echo",
+			abiVersion:   1,
+			ops:          []abi.Op{abi.OpMap, abi.OpFlatMap},
+			imports:      []string{abi.ImportModule + "." + abi.ImportStatePut + " func"},
+			memory:       "export memory, min 2",
+			problemsLike: []string{"with the config {}, it does not start: invalid field declaration from " + abi.ExportFields},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.module, func(t *testing.T) {
@@ -136,6 +153,9 @@ func TestInspect(t *testing.T) {
 			}
 			if mem != tt.memory {
 				t.Errorf("Memory = %q, want %q", mem, tt.memory)
+			}
+			if fields := fmt.Sprint(info.Fields); fields != tt.fields && !(tt.fields == "" && fields == "[]") {
+				t.Errorf("Fields = %s, want %s", fields, tt.fields)
 			}
 			if len(info.Problems) != len(tt.problemsLike) {
 				t.Fatalf("Problems = %q, want %d like %q", info.Problems, len(tt.problemsLike), tt.problemsLike)

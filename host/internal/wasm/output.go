@@ -85,29 +85,20 @@ func (d *decoder) decode(frame []byte, in []record.Record, out *record.Output, r
 		return 0, &outputError{msg: "malformed output frame", err: err}
 	}
 	e := &d.entry
-	prev := -1
-	group := len(out.Records) // where the outputs of input prev start
-	used := 0
+	a := d.begin(in, out, rejected)
 	for {
 		ok, err := d.reader.Next(e)
 		if err != nil {
-			return nrejected, &outputError{msg: "malformed output frame", err: err}
+			return a.nrej, &outputError{msg: "malformed output frame", err: err}
 		}
 		if !ok {
 			break
 		}
-		if msg := abi.CheckOrder(d.op, len(in), prev, e); msg != "" {
-			return nrejected, &outputError{msg: "output breaks the ABI order rules: " + msg}
+		live, err := d.next(&a, e.Index, abi.CheckOrder(d.op, len(in), a.prev, e), entrySize(e))
+		if err != nil {
+			return a.nrej, err
 		}
-		if e.Index != prev {
-			group = len(out.Records)
-			prev = e.Index
-		}
-		if used += entrySize(e); d.limit > 0 && used > d.limit {
-			return nrejected, &limitError{msg: fmt.Sprintf("%s output of one call over max_batch_output (%s)",
-				d.op, sizeString(uint64(d.limit)))}
-		}
-		if rejected[e.Index] {
+		if !live {
 			continue
 		}
 		src := &in[e.Index]
@@ -118,22 +109,79 @@ func (d *decoder) decode(frame []byte, in []record.Record, out *record.Output, r
 			out.Records = append(out.Records, record.Record{})
 			d.record(&out.Records[len(out.Records)-1], src, e, out)
 		case abi.KindError:
-			clear(out.Records[group:])
-			out.Records = out.Records[:group]
-			rejected[e.Index] = true
-			nrejected++
-			out.Dead = append(out.Dead, record.DeadLetter{
-				Record: *src,
-				Stage:  d.stage,
-				Reason: d.op.String() + " error: " + guestText(e.Message, maxErrorMessage),
-			})
+			d.reject(&a, e.Index, guestText(e.Message, maxErrorMessage))
 		}
 	}
-	if d.op == abi.OpMap && prev != len(in)-1 {
-		return nrejected, &outputError{msg: fmt.Sprintf(
-			"output breaks the ABI order rules: map must answer every input, but answered %d of %d", prev+1, len(in))}
+	return a.nrej, d.end(&a)
+}
+
+// answers is the progress of one output frame's decoding.
+type answers struct {
+	in       []record.Record
+	out      *record.Output
+	rejected []bool
+	prev     int // the input the last entry answered, or -1
+	group    int // where the outputs of input prev start in out.Records
+	used     int // output bytes charged against the decoder's limit
+	nrej     int // inputs rejected
+}
+
+// begin starts decoding the answers about the batch in.
+func (d *decoder) begin(in []record.Record, out *record.Output, rejected []bool) answers {
+	return answers{in: in, out: out, rejected: rejected, prev: -1, group: len(out.Records)}
+}
+
+// next takes the entry answering input index, whose ordering problem
+// (abi.CheckOrder) is order and whose output costs size bytes. It returns
+// an *outputError or a *limitError, or whether the input is still to be
+// answered (not rejected by an earlier entry).
+func (d *decoder) next(a *answers, index int, order string, size int) (bool, error) {
+	if order != "" {
+		return false, &outputError{msg: "output breaks the ABI order rules: " + order}
 	}
-	return nrejected, nil
+	if index != a.prev {
+		a.group = len(a.out.Records)
+		a.prev = index
+	}
+	if err := d.charge(a, size); err != nil {
+		return false, err
+	}
+	return !a.rejected[index], nil
+}
+
+// charge counts size more bytes of output, returning a *limitError past
+// the decoder's limit.
+func (d *decoder) charge(a *answers, size int) error {
+	if a.used += size; d.limit > 0 && a.used > d.limit {
+		return &limitError{msg: fmt.Sprintf("%s output of one call over max_batch_output (%s)",
+			d.op, sizeString(uint64(d.limit)))}
+	}
+	return nil
+}
+
+// reject rejects input index, the input of the last entry, with msg:
+// its outputs so far are dropped and it becomes a dead letter.
+func (d *decoder) reject(a *answers, index int, msg string) {
+	clear(a.out.Records[a.group:])
+	a.out.Records = a.out.Records[:a.group]
+	a.rejected[index] = true
+	a.nrej++
+	a.out.Dead = append(a.out.Dead, d.deadLetter(&a.in[index], msg))
+}
+
+// deadLetter is the dead letter of src, rejected with msg: by the guest,
+// or by the host for the guest (ABI.md §14: a field or a patch).
+func (d *decoder) deadLetter(src *record.Record, msg string) record.DeadLetter {
+	return record.DeadLetter{Record: *src, Stage: d.stage, Reason: d.op.String() + " error: " + msg}
+}
+
+// end checks, after the last entry, that a map answered every input.
+func (d *decoder) end(a *answers) error {
+	if d.op == abi.OpMap && a.prev != len(a.in)-1 {
+		return &outputError{msg: fmt.Sprintf(
+			"output breaks the ABI order rules: map must answer every input, but answered %d of %d", a.prev+1, len(a.in))}
+	}
+	return nil
 }
 
 // record fills r, a zero record in out.Records, with the record a

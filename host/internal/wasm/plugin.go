@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/fields"
 	"github.com/weir-stream/weir/state"
 )
 
@@ -107,6 +108,10 @@ type Plugin struct {
 	log      *slog.Logger
 	compiled wazero.CompiledModule
 	modCfg   wazero.ModuleConfig
+	// decl is the module's field declaration when it exports
+	// abi.ExportFields (the typed convention, typed.go), or nil. Load sets
+	// it before the plugin is shared.
+	decl *fields.Decl
 
 	mu     sync.Mutex
 	spare  *Worker // the worker Load instantiated to validate, until taken
@@ -120,8 +125,11 @@ type Plugin struct {
 // (_initialize, weir_init with cfg.InitConfig), so that a module that
 // cannot start, or rejects its config, fails here; a module that reports
 // the operations it registered (abi.ExportOps) fails here too when the
-// operator's is not among them. That first instance becomes the first
-// Worker NewWorker returns.
+// operator's is not among them. A module exporting abi.ExportFields is
+// asked for its field declaration, and fails here when it is invalid or
+// when the module lacks the exports of the convention it selects (typed
+// when it declares fields). That first instance becomes the first Worker
+// NewWorker returns.
 //
 // Errors are *Error values naming the operator and path, wrapping
 // ErrConfig, ErrInvalidModule (ErrABIVersion), ErrInstantiate or ErrInit.
@@ -183,9 +191,12 @@ func (r *Runtime) Load(ctx context.Context, cfg PluginConfig) (*Plugin, error) {
 	if p.ttl.now == nil {
 		p.ttl.now = time.Now
 	}
-	w, err := p.newWorker(ctx)
+	w, err := p.newWorker(ctx, false)
 	if err == nil {
 		err = w.checkOps(ctx)
+		if err == nil && s.fields {
+			err = p.selectConvention(ctx, w, s)
+		}
 		if err != nil {
 			w.Close(ctx)
 		}
@@ -257,7 +268,7 @@ func (p *Plugin) NewWorker(ctx context.Context) (*Worker, error) {
 		return w, nil
 	}
 	p.mu.Unlock()
-	return p.newWorker(ctx)
+	return p.newWorker(ctx, p.decl != nil)
 }
 
 // Close releases the compiled module. Workers still open keep working

@@ -73,9 +73,10 @@ func exportSignature(name string) (Signature, bool) {
 	case abi.ExportAlloc:
 		return sigAlloc, true
 	case abi.ExportInit, abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter,
-		abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult:
+		abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult,
+		abi.ExportTypedMap, abi.ExportTypedFlatMap, abi.ExportTypedFilter, abi.ExportTypedAggAdd:
 		return sigCall, true
-	case abi.ExportAggCreate:
+	case abi.ExportAggCreate, abi.ExportFields:
 		return sigCreate, true
 	case abi.ExportOps:
 		return sigOps, true
@@ -111,6 +112,11 @@ type shape struct {
 	versions   []int                // ABI versions declared by marker exports, sorted
 	hasVersion bool                 // whether abi.ExportVersion is among them
 	memoryMin  uint32               // the initial pages of its exported memory
+	// fields is whether it exports abi.ExportFields: it may then use the
+	// typed convention (ABI.md §14), which Load learns by calling it, so
+	// each of its operations may be implemented by its raw or its typed
+	// exports.
+	fields bool
 }
 
 func shapeOf(c wazero.CompiledModule) *shape {
@@ -125,6 +131,7 @@ func shapeOf(c wazero.CompiledModule) *shape {
 		}
 	}
 	sort.Ints(s.versions)
+	_, s.fields = s.exports[abi.ExportFields]
 	for _, d := range c.ImportedFunctions() {
 		mod, name, _ := d.Import()
 		s.imports = append(s.imports, Import{Module: mod, Name: name, Kind: ImportFunction, Signature: signatureOf(d)})
@@ -205,25 +212,28 @@ func (s *shape) problems(provided map[string]map[string]Signature, ops ...abi.Op
 }
 
 // implementedOps returns the operations s exports with the right
-// signatures: the batch operations, then aggregate when it exports all of
-// abi.AggregateExports.
+// signatures (opExports): the batch operations, then aggregate; for a
+// module exporting abi.ExportFields, by its raw or its typed exports.
 func (s *shape) implementedOps() []abi.Op {
 	var ops []abi.Op
-	for _, op := range abi.Ops {
-		if sig, ok := s.exports[op.Export()]; ok && sig.Equal(sigCall) {
+	for _, op := range append(abi.Ops[:], abi.OpAggregate) {
+		if s.exportsAll(opExports(op, false)) || s.fields && s.exportsAll(opExports(op, true)) {
 			ops = append(ops, op)
 		}
 	}
-	agg := true
-	for _, name := range abi.AggregateExports {
-		want, _ := exportSignature(name)
-		sig, ok := s.exports[name]
-		agg = agg && ok && sig.Equal(want)
-	}
-	if agg {
-		ops = append(ops, abi.OpAggregate)
-	}
 	return ops
+}
+
+// exportsAll reports whether s exports every one of names, each with its
+// ABI signature.
+func (s *shape) exportsAll(names []string) bool {
+	for _, name := range names {
+		want, _ := exportSignature(name)
+		if sig, ok := s.exports[name]; !ok || !sig.Equal(want) {
+			return false
+		}
+	}
+	return true
 }
 
 // missing returns those of names that s does not export.
@@ -241,15 +251,41 @@ func (s *shape) missing(names ...string) []string {
 // returns "": "the plugin implements filter, not map (missing export
 // weir_map)".
 func (s *shape) opProblem(op abi.Op) string {
-	m := s.missing(opExports(op)...)
+	m := s.missing(opExports(op, false)...)
 	if len(m) == 0 {
 		return ""
 	}
-	export := "export"
-	if len(m) > 1 {
-		export = "exports"
+	what := exportList(m)
+	if s.fields {
+		t := s.missing(opExports(op, true)...)
+		if len(t) == 0 {
+			return ""
+		}
+		what += ", or for the typed convention " + exportList(t)
 	}
-	return fmt.Sprintf("%s (missing %s %s)", notImplemented(abi.OpSetOf(s.implementedOps()...), op), export, strings.Join(m, ", "))
+	return fmt.Sprintf("%s (missing %s)", notImplemented(abi.OpSetOf(s.implementedOps()...), op), what)
+}
+
+// exportList names exports in prose: "export weir_map", "exports a, b".
+func exportList(names []string) string {
+	if len(names) == 1 {
+		return "export " + names[0]
+	}
+	return "exports " + strings.Join(names, ", ")
+}
+
+// conventionProblem explains why s, loaded as op, cannot run in the
+// convention its abi.ExportFields answer selected (typed, when it declared
+// fields), or returns "".
+func (s *shape) conventionProblem(op abi.Op, typed bool) string {
+	m := s.missing(opExports(op, typed)...)
+	switch {
+	case len(m) == 0:
+		return ""
+	case typed:
+		return fmt.Sprintf("its %s declares fields (the typed convention), but it is missing %s", abi.ExportFields, exportList(m))
+	}
+	return fmt.Sprintf("its %s declares no fields (the raw convention), but it is missing %s", abi.ExportFields, exportList(m))
 }
 
 // notImplemented says that a plugin implementing the operations in has
@@ -313,10 +349,23 @@ func (w *Worker) registeredOps(ctx context.Context) (abi.OpSet, bool, error) {
 	return abi.OpSet(uint32(w.stack[0])), true, nil
 }
 
-// opExports returns the exports operation op requires.
-func opExports(op abi.Op) []string {
+// opExports returns the exports operation op requires of a module; in the
+// typed convention (ABI.md §14), its typed batch export, or for aggregate
+// abi.ExportTypedAggAdd in place of abi.ExportAggAdd.
+func opExports(op abi.Op, typed bool) []string {
 	if op == abi.OpAggregate {
-		return abi.AggregateExports[:]
+		names := abi.AggregateExports
+		if typed {
+			for i, name := range names {
+				if name == abi.ExportAggAdd {
+					names[i] = abi.ExportTypedAggAdd
+				}
+			}
+		}
+		return names[:]
+	}
+	if typed {
+		return []string{op.TypedExport()}
 	}
 	return []string{op.Export()}
 }

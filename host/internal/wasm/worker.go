@@ -26,6 +26,9 @@ import (
 type Worker struct {
 	p   *Plugin
 	log *slog.Logger
+	// opExport is the export of the operator's batch call: abi.Op.Export,
+	// or abi.Op.TypedExport for a typed module (typed.go).
+	opExport string
 
 	inst  *instance // nil until the next call instantiates one
 	ninst uint64    // instances made, so replacements can be counted
@@ -59,7 +62,8 @@ type Worker struct {
 	rejected []bool
 
 	dec     decoder
-	agg     aggWorker // aggregate plugins only
+	typed   typedWorker // typed plugins only (typed.go)
+	agg     aggWorker   // aggregate plugins only
 	limiter logLimiter
 	stats   workerStats
 	closed  bool
@@ -84,7 +88,7 @@ type Stats struct {
 	Batches    uint64 // Process calls with at least one record
 	Records    uint64 // records passed to Process
 	Calls      uint64 // guest batch calls, including one-record replays
-	Errors     uint64 // records the guest rejected, dead-lettered with its message
+	Errors     uint64 // records rejected, dead-lettered: by the guest, or by a typed module's declaration or patch
 	Trapped    uint64 // records dead-lettered because the guest failed on them alone
 	Traps      uint64 // failed guest calls: traps, exits, timeouts, invalid output, overruns
 	Timeouts   uint64 // guest calls interrupted at their deadline
@@ -126,12 +130,19 @@ type trapError struct {
 func (e *trapError) Error() string { return e.reason }
 func (e *trapError) Unwrap() error { return e.cause }
 
-func (p *Plugin) newWorker(ctx context.Context) (*Worker, error) {
+// newWorker makes a Worker and its first instance; typed says whether the
+// module selected the typed convention (abi.ExportFields), whose exports
+// the instance then calls.
+func (p *Plugin) newWorker(ctx context.Context, typed bool) (*Worker, error) {
 	w := &Worker{
 		p:         p,
 		log:       p.log,
 		dec:       decoder{op: p.cfg.Op, stage: p.cfg.Operator, limit: p.cfg.Limits.OutputBytes},
 		watermark: math.MinInt64,
+		opExport:  p.cfg.Op.Export(),
+	}
+	if typed {
+		w.opExport = p.cfg.Op.TypedExport()
 	}
 	w.ov.limit = p.cfg.Limits.StateBytes
 	w.cctx.w = w
@@ -158,7 +169,7 @@ func (w *Worker) instantiate(ctx context.Context) error {
 		mod:    mod,
 		mem:    mod.Memory(),
 		alloc:  mod.ExportedFunction(abi.ExportAlloc),
-		op:     mod.ExportedFunction(p.cfg.Op.Export()),
+		op:     mod.ExportedFunction(w.opExport),
 		gc:     mod.ExportedFunction(abi.ExportGC),
 		out:    out,
 		memory: w.newMemory,
@@ -410,23 +421,42 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *record.Output
 			return err
 		}
 	}
-	inst, cfg := w.inst, &w.p.cfg
+	if w.p.decl != nil {
+		return w.runTyped(ctx, in, out)
+	}
+	w.frame = appendRecords(abi.AppendBatchHeader(w.frame[:0], len(in)), in)
+	frame, err := w.batchCall(ctx, in, w.frame)
+	if err != nil {
+		return err
+	}
+	nrej, err := w.dec.decode(frame, in, out, w.rejected)
+	return w.batchDone(ctx, nrej, err)
+}
 
-	f := abi.AppendBatchHeader(w.frame[:0], len(in))
-	for i := range in {
-		r := &in[i]
+// appendRecords appends the batch-frame encoding of recs to f.
+func appendRecords(f []byte, recs []record.Record) []byte {
+	for i := range recs {
+		r := &recs[i]
 		f = abi.AppendRecord(f, r.Timestamp, r.Key, r.Value, len(r.Headers))
 		for _, h := range r.Headers {
 			f = abi.AppendHeader(f, h.Key, h.Value)
 		}
 	}
-	w.frame = f
+	return f
+}
 
+// batchCall writes input, the frame of the batch in, into the guest and
+// calls the operator's export with it, with in as the context of state
+// calls. It returns the output frame, a view of guest memory valid until
+// the next guest call; or a *trapError (the instance dropped, unless the
+// call went over a limit), or a fatal error.
+func (w *Worker) batchCall(ctx context.Context, in []record.Record, input []byte) ([]byte, error) {
+	inst, cfg := w.inst, &w.p.cfg
 	inst.out.beginCall()
-	ptr, err := w.writeInput(ctx, f)
+	ptr, err := w.writeInput(ctx, input)
 	if err == nil {
 		w.beginBatch(in)
-		w.stack[0], w.stack[1] = uint64(ptr), uint64(len(f))
+		w.stack[0], w.stack[1] = uint64(ptr), uint64(len(input))
 		err = w.timedCall(ctx, inst.op)
 		w.batch = nil
 	}
@@ -435,33 +465,41 @@ func (w *Worker) run(ctx context.Context, in []record.Record, out *record.Output
 	if serr := w.storeErr; serr != nil {
 		w.storeErr = nil
 		w.dropInstance(ctx) // the guest was stopped mid-call
-		return cfg.errorf(ErrState, serr, "state store failed during a %s call", cfg.Op)
+		return nil, cfg.errorf(ErrState, serr, "state store failed during a %s call", cfg.Op)
 	}
 	if err != nil {
 		if interrupted(ctx, err) {
 			w.dropInstance(ctx)
-			return cfg.errorf(ctx.Err(), nil, "batch call interrupted")
+			return nil, cfg.errorf(ctx.Err(), nil, "batch call interrupted")
 		}
-		return w.trapped(ctx, err)
+		return nil, w.trapped(ctx, err)
 	}
 	if w.ov.over != "" {
-		return w.overran(w.ov.overKind, w.ov.over)
+		return nil, w.overran(w.ov.overKind, w.ov.over)
 	}
 	optr, olen := abi.Unpack(w.stack[0])
 	frame, ok := inst.mem.Read(optr, olen)
 	if !ok {
-		return w.trapped(ctx, &trapError{reason: fmt.Sprintf(
+		return nil, w.trapped(ctx, &trapError{reason: fmt.Sprintf(
 			"invalid output: the output frame (%d bytes at %d) lies outside the guest's %d bytes of memory",
 			olen, optr, inst.mem.Size())})
 	}
-	nrej, err := w.dec.decode(frame, in, out, w.rejected)
+	return frame, nil
+}
+
+// batchDone ends a batch call whose output frame was decoded with the
+// result (nrej, err): a frame over the output limit or breaking the ABI
+// fails the call as batchCall's failures do; otherwise its state writes
+// are committed, nrej records counted as rejected, and the call counted
+// towards weir_gc.
+func (w *Worker) batchDone(ctx context.Context, nrej int, err error) error {
 	if le, ok := err.(*limitError); ok {
 		return w.overran(limitBatchOutput, le.msg)
 	} else if err != nil {
 		return w.trapped(ctx, &trapError{reason: "invalid output: " + err.Error(), cause: err})
 	}
 	if err := w.ov.commit(w.p.store, w.rejected); err != nil {
-		return cfg.errorf(ErrState, err, "committing state")
+		return w.p.cfg.errorf(ErrState, err, "committing state")
 	}
 	if nrej > 0 {
 		w.stats.errors.Add(uint64(nrej))
