@@ -47,6 +47,17 @@ import (
 //	u32 acc_count
 //	acc_count × (u32 acc_len, acc bytes)
 //
+// Result context frame (host to guest, ExportAggResultCtx, optional): the
+// result frame with each accumulator's context (AggContext) before it:
+//
+//	u32 acc_count
+//	acc_count × entry:
+//	    u32 key_len, key bytes      the group's key; Absent for none
+//	    u8  flags                   AggContextWindowed; the other bits zero
+//	    i64 window_start            ms since the Unix epoch; 0 when not windowed
+//	    i64 window_end              likewise; window_start <= window_end
+//	    u32 acc_len, acc bytes
+//
 // Value output frame (guest to host, for merge and result):
 //
 //	u32 count                       the pair or accumulator count
@@ -375,6 +386,105 @@ func (w *AggWriter) endBytes(buf []byte) {
 	start := len(w.buf)
 	binary.LittleEndian.PutUint32(buf[start-4:], uint32(len(buf)-start))
 	w.buf = buf
+}
+
+// AggContext is the context of one accumulator of a result context frame
+// (ExportAggResultCtx): what the host knows of the group whose result is
+// due. It is a plain value; a decoded Key aliases the frame.
+type AggContext struct {
+	// Key is the group's key, nil when it has none (the records had no
+	// key, or the aggregate is not keyed). A present, empty key is
+	// non-nil.
+	Key []byte
+	// Windowed says the group is a window's, [Start, End) in milliseconds
+	// since the Unix epoch (a count window: the event times of its
+	// records). Start and End are 0 when it is not.
+	Windowed   bool
+	Start, End int64
+}
+
+// AggContextWindowed is the bit of a context's flags byte that says the
+// group is a window's. The other bits are zero.
+const AggContextWindowed uint8 = 1 << 0
+
+// aggContextFlagsKnown are the flag bits this version defines.
+const aggContextFlagsKnown = AggContextWindowed
+
+// AppendAccContext appends one entry of a result context frame: c, then
+// the accumulator acc. A caller first appends the count with
+// AppendAggCount. A context that is not windowed is encoded with zero
+// bounds, whatever c's Start and End.
+func AppendAccContext(dst []byte, c AggContext, acc []byte) []byte {
+	dst = appendOptBytes(dst, c.Key)
+	var flags uint8
+	start, end := c.Start, c.End
+	if c.Windowed {
+		flags |= AggContextWindowed
+	} else {
+		start, end = 0, 0
+	}
+	dst = append(dst, flags)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(start))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(end))
+	return AppendAcc(dst, acc)
+}
+
+// AccContextReader decodes a result context frame entry by entry, without
+// allocating. It is the guest's side of ExportAggResultCtx.
+type AccContextReader struct {
+	buf   []byte
+	off   int
+	count uint32
+	read  uint32
+}
+
+// Reset starts decoding frame and returns its accumulator count.
+func (r *AccContextReader) Reset(frame []byte) (int, error) {
+	*r = AccContextReader{buf: frame}
+	n, err := readCount(frame, "accumulator count")
+	if err != nil {
+		return 0, err
+	}
+	r.count, r.off = n, 4
+	return int(n), nil
+}
+
+// Next returns the next accumulator and its context; acc and c.Key alias
+// the frame. After the last it returns ok == false with a nil error,
+// having checked that nothing follows. Unknown flags, bounds given for a
+// context that is not windowed, and a start after the end are errors.
+func (r *AccContextReader) Next() (c AggContext, acc []byte, ok bool, err error) {
+	if r.read >= r.count {
+		if r.off != len(r.buf) {
+			return AggContext{}, nil, false, &FrameError{Offset: r.off, What: fmt.Sprintf("%d bytes after the last accumulator", len(r.buf)-r.off)}
+		}
+		return AggContext{}, nil, false, nil
+	}
+	b, off := r.buf, r.off
+	if c.Key, off, err = readOptBytes(b, off, "key"); err != nil {
+		return AggContext{}, nil, false, err
+	}
+	if len(b)-off < 17 {
+		return AggContext{}, nil, false, truncated(off, "context flags and window bounds")
+	}
+	flags := b[off]
+	c.Windowed = flags&AggContextWindowed != 0
+	c.Start = int64(binary.LittleEndian.Uint64(b[off+1:]))
+	c.End = int64(binary.LittleEndian.Uint64(b[off+9:]))
+	switch {
+	case flags&^aggContextFlagsKnown != 0:
+		return AggContext{}, nil, false, &FrameError{Offset: off, What: fmt.Sprintf("unknown context flags %#x", flags)}
+	case !c.Windowed && (c.Start != 0 || c.End != 0):
+		return AggContext{}, nil, false, &FrameError{Offset: off + 1, What: fmt.Sprintf("window bounds %d, %d in a context that is not windowed", c.Start, c.End)}
+	case c.Start > c.End:
+		return AggContext{}, nil, false, &FrameError{Offset: off + 1, What: fmt.Sprintf("window start %d after its end %d", c.Start, c.End)}
+	}
+	if acc, off, err = readAcc(b, off+17, "accumulator"); err != nil {
+		return AggContext{}, nil, false, err
+	}
+	r.off = off
+	r.read++
+	return c, acc, true, nil
 }
 
 // AggErrors is the undecoded run of error entries of one group of an add

@@ -2,6 +2,7 @@ package abi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -600,6 +601,133 @@ func FuzzAggValueDecode(f *testing.F) {
 			}
 		}
 		if out := w.Bytes(); !bytes.Equal(out, frame) {
+			t.Fatalf("re-encoded frame differs:\n got %x\nwant %x", out, frame)
+		}
+	})
+}
+
+type ctxEntry struct {
+	c   AggContext
+	acc string
+}
+
+func encodeAccContexts(entries ...ctxEntry) []byte {
+	b := AppendAggCount(nil, len(entries))
+	for _, e := range entries {
+		b = AppendAccContext(b, e.c, []byte(e.acc))
+	}
+	return b
+}
+
+// describeAccContexts decodes a result context frame into a description.
+func describeAccContexts(frame []byte) (string, error) {
+	var r AccContextReader
+	n, err := r.Reset(frame)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d:", n)
+	for {
+		c, acc, ok, err := r.Next()
+		if err != nil {
+			return sb.String(), err
+		}
+		if !ok {
+			return sb.String(), nil
+		}
+		key := "<nil>"
+		if c.Key != nil {
+			key = fmt.Sprintf("%q", c.Key)
+		}
+		fmt.Fprintf(&sb, " [%s %v %d %d %q]", key, c.Windowed, c.Start, c.End, acc)
+	}
+}
+
+func TestAccContextFrame(t *testing.T) {
+	frame := encodeAccContexts(
+		ctxEntry{AggContext{Key: []byte("k"), Windowed: true, Start: 1000, End: 2000}, "a"},
+		ctxEntry{AggContext{Key: []byte{}, Windowed: true, Start: -5, End: -5}, ""},
+		ctxEntry{AggContext{}, "ccc"},
+		// Bounds of a context that is not windowed are not encoded.
+		ctxEntry{AggContext{Key: []byte("x"), Start: 7, End: 9}, "d"},
+	)
+	got, err := describeAccContexts(frame)
+	want := `4: ["k" true 1000 2000 "a"] ["" true -5 -5 ""] [<nil> false 0 0 "ccc"] ["x" false 0 0 "d"]`
+	if err != nil || got != want {
+		t.Errorf("got %s, %v\nwant %s", got, err, want)
+	}
+
+	// The layout of ABI.md §12.5's example.
+	one := encodeAccContexts(ctxEntry{AggContext{Key: []byte("k"), Windowed: true, Start: 1000, End: 2000}, "\x03\x00\x00\x00"})
+	wantHex := "01000000" + "010000006b" + "01" + "e803000000000000" + "d007000000000000" + "04000000" + "03000000"
+	if got := fmt.Sprintf("%x", one); got != wantHex {
+		t.Errorf("frame %s\nwant  %s", got, wantHex)
+	}
+
+	u32 := func(v uint32) []byte { return AppendAggCount(nil, int(v)) }
+	i64 := func(v int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(v)) }
+	entry := func(parts ...[]byte) []byte { return bytes.Join(append([][]byte{u32(1)}, parts...), nil) }
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"no count", []byte{1}},
+		{"count over limit", u32(MaxAggCount + 1)},
+		{"truncated key", entry(u32(3), []byte("ab"))},
+		{"no flags", entry(u32(Absent))},
+		{"truncated bounds", entry(u32(Absent), []byte{1}, i64(0))},
+		{"unknown flags", entry(u32(Absent), []byte{2}, i64(0), i64(0), u32(0))},
+		{"bounds without a window", entry(u32(Absent), []byte{0}, i64(1), i64(2), u32(0))},
+		{"start after end", entry(u32(Absent), []byte{1}, i64(3), i64(2), u32(0))},
+		{"no accumulator", entry(u32(Absent), []byte{1}, i64(0), i64(0))},
+		{"absent accumulator", entry(u32(Absent), []byte{1}, i64(0), i64(0), u32(Absent))},
+		{"truncated accumulator", entry(u32(Absent), []byte{1}, i64(0), i64(0), u32(4), []byte("ab"))},
+		{"trailing", append(encodeAccContexts(ctxEntry{acc: "a"}), 0)},
+		{"count larger than entries", append(u32(2), encodeAccContexts(ctxEntry{acc: "a"})[4:]...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := describeAccContexts(tc.frame)
+			var fe *FrameError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *FrameError", err)
+			}
+		})
+	}
+}
+
+// FuzzAccContextDecode checks that any result context frame decodes or
+// fails cleanly, and that a frame that decodes re-encodes to the same
+// bytes.
+func FuzzAccContextDecode(f *testing.F) {
+	f.Add(encodeAccContexts())
+	f.Add(encodeAccContexts(
+		ctxEntry{AggContext{Key: []byte("k"), Windowed: true, Start: 1000, End: 2000}, "acc"},
+		ctxEntry{AggContext{Key: []byte{}}, ""},
+		ctxEntry{AggContext{Windowed: true, Start: -1 << 62, End: 1 << 62}, "z"},
+	))
+	f.Add([]byte{1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var r AccContextReader
+		n, err := r.Reset(frame)
+		if err != nil {
+			return
+		}
+		out := AppendAggCount(nil, n)
+		for {
+			c, acc, ok, err := r.Next()
+			if err != nil {
+				return
+			}
+			if !ok {
+				break
+			}
+			if !c.Windowed && (c.Start != 0 || c.End != 0) || c.Start > c.End {
+				t.Fatalf("decoded an inconsistent context %+v", c)
+			}
+			out = AppendAccContext(out, c, acc)
+		}
+		if !bytes.Equal(out, frame) {
 			t.Fatalf("re-encoded frame differs:\n got %x\nwant %x", out, frame)
 		}
 	})

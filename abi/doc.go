@@ -17,8 +17,9 @@
 //     non-allocating decoder for each. Decoders never panic on malformed
 //     input; they return an error naming the offset where the frame broke.
 //   - aggregate.go: the frames of the aggregate operation (add, merge and
-//     result calls and their outputs), with encoders and non-allocating,
-//     non-panicking decoders in the same style.
+//     result calls, the result call with each group's context, and their
+//     outputs), with encoders and non-allocating, non-panicking decoders
+//     in the same style.
 //   - typed.go, typed_decl.go, typed_batch.go, typed_output.go and
 //     typed_aggregate.go: the typed-field convention (ABI.md §14), in
 //     which a module declares the JSON fields it reads, the host passes

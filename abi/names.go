@@ -72,10 +72,18 @@ const (
 	// len u32) -> (u64), taking a result frame and returning a value output
 	// frame.
 	ExportAggResult = "weir_agg_result"
+	// ExportAggResultCtx is optional: it turns accumulators into result
+	// values, each given its group's context (AggContext: the key and the
+	// window): (ptr u32, len u32) -> (u64), taking a result context frame
+	// and returning a value output frame. A host that knows it calls it
+	// instead of ExportAggResult when the module exports it; a module
+	// exports ExportAggResult too, for hosts that predate it.
+	ExportAggResultCtx = "weir_agg_result_ctx"
 )
 
-// AggregateExports lists the exports of the aggregate operation, in the
-// order of its lifecycle.
+// AggregateExports lists the exports the aggregate operation requires, in
+// the order of its lifecycle. ExportAggResultCtx, optional, is not among
+// them.
 var AggregateExports = [...]string{ExportAggCreate, ExportAggAdd, ExportAggMerge, ExportAggResult}
 
 // GCEveryCalls is the largest number of batch calls the host makes between

@@ -61,8 +61,14 @@ type TypedAddReader struct {
 }
 
 // Reset starts decoding frame and returns its group count.
-func (r *TypedAddReader) Reset(frame []byte) (int, error) {
-	*r = TypedAddReader{}
+func (r *TypedAddReader) Reset(frame []byte) (int, error) { return r.reset(frame, true) }
+
+// ResetShape is Reset checking the typed batch's shape only, as
+// TypedBatch.ResetShape does: for a frame the host wrote.
+func (r *TypedAddReader) ResetShape(frame []byte) (int, error) { return r.reset(frame, false) }
+
+func (r *TypedAddReader) reset(frame []byte, records bool) (int, error) {
+	*r = TypedAddReader{Batch: TypedBatch{cols: r.Batch.cols[:0]}}
 	groups, err := readCount(frame, "group count")
 	if err != nil {
 		return 0, err
@@ -87,7 +93,7 @@ func (r *TypedAddReader) Reset(frame []byte) (int, error) {
 			return 0, &FrameError{Offset: off, What: "padding before the typed batch is not zero bytes"}
 		}
 	}
-	if _, err := r.Batch.Reset(frame[off:]); err != nil {
+	if _, err := r.Batch.reset(frame[off:], records); err != nil {
 		return 0, fmt.Errorf("typed batch at byte %d: %w", off, err)
 	}
 	if r.Batch.Len() != total {

@@ -87,12 +87,15 @@ func (c Column) Bytes(i int) []byte {
 }
 
 // check checks c as column k of a frame of n records.
-func (c Column) check(n, k int) error {
+func (c Column) check(n, k int, records bool) error {
 	if err := c.checkKind(k); err != nil {
 		return err
 	}
 	if k != TypedTimestampColumn && len(c.Statuses) != n {
 		return fmt.Errorf("%d statuses for %d records", len(c.Statuses), n)
+	}
+	if !records {
+		return c.checkSize(n)
 	}
 	for i, s := range c.Statuses {
 		if ValueStatus(s) > statusLast || k == TypedKeyColumn && ValueStatus(s) > ValueNull {
@@ -113,6 +116,25 @@ func (c Column) checkKind(k int) error {
 		return fmt.Errorf("the key column must be of type string")
 	case !c.Type.columnType():
 		return fmt.Errorf("type %d", uint8(c.Type))
+	}
+	return nil
+}
+
+// checkSize checks the sizes of the column's values and data for n
+// records: fixed-width values, or n+1 offsets whose last is the data's
+// length.
+func (c Column) checkSize(n int) error {
+	if w := c.Type.Width(); w > 0 {
+		if len(c.Values) != n*w || len(c.Data) != 0 {
+			return fmt.Errorf("%d value bytes and %d data bytes for %d %s values", len(c.Values), len(c.Data), n, c.Type)
+		}
+		return nil
+	}
+	if len(c.Values) != 4*(n+1) {
+		return fmt.Errorf("%d offset bytes for %d records", len(c.Values), n)
+	}
+	if last := binary.LittleEndian.Uint32(c.Values[4*n:]); int(last) != len(c.Data) {
+		return fmt.Errorf("the last offset is %d, but the data has %d bytes", last, len(c.Data))
 	}
 	return nil
 }
@@ -159,7 +181,7 @@ func AppendTypedBatch(dst []byte, n int, cols []Column) ([]byte, error) {
 		return dst, fmt.Errorf("abi: a typed batch of %d records and %d columns", n, len(cols))
 	}
 	for k, c := range cols {
-		if err := c.check(n, k); err != nil {
+		if err := c.check(n, k, true); err != nil {
 			return dst, fmt.Errorf("abi: typed batch column %d: %w", k, err)
 		}
 	}
@@ -198,11 +220,21 @@ func appendRegion(dst []byte, start, at int, region []byte) []byte {
 type TypedBatch struct {
 	frame     []byte
 	n, fields int
+	cols      []Column // read by Reset; the slice is kept for the next
 }
 
 // Reset starts decoding frame and returns its record count.
-func (b *TypedBatch) Reset(frame []byte) (int, error) {
-	*b = TypedBatch{}
+func (b *TypedBatch) Reset(frame []byte) (int, error) { return b.reset(frame, true) }
+
+// ResetShape is Reset for a frame the host wrote (its writer,
+// AppendTypedBatch, checks every column): it checks the frame's shape, its
+// counts, regions and their sizes, but not each record's status and
+// offsets, which a guest would pay for record by record. A bad offset
+// then makes Column.Bytes panic, and a bad status reads as that status.
+func (b *TypedBatch) ResetShape(frame []byte) (int, error) { return b.reset(frame, false) }
+
+func (b *TypedBatch) reset(frame []byte, records bool) (int, error) {
+	*b = TypedBatch{cols: b.cols[:0]}
 	if len(frame) < TypedHeaderSize {
 		return 0, truncated(0, "record and field counts")
 	}
@@ -217,15 +249,17 @@ func (b *TypedBatch) Reset(frame []byte) (int, error) {
 	if len(frame) < TypedHeaderSize+TypedColumnSize*cols {
 		return 0, truncated(TypedHeaderSize, "column table")
 	}
-	tb := TypedBatch{frame: frame, n: int(n), fields: int(f)}
+	tb := TypedBatch{frame: frame, n: int(n), fields: int(f), cols: b.cols}
 	for k := 0; k < cols; k++ {
 		c, err := tb.readColumn(k)
 		if err == nil {
-			err = c.check(tb.n, k)
+			err = c.check(tb.n, k, records)
 		}
 		if err != nil {
+			clear(b.cols[:cap(b.cols)]) // keep no frame alive
 			return 0, &FrameError{Offset: TypedHeaderSize + TypedColumnSize*k, What: fmt.Sprintf("column %d: %v", k, err)}
 		}
+		tb.cols = append(tb.cols, c)
 	}
 	*b = tb
 	return tb.n, nil
@@ -294,8 +328,7 @@ func (b *TypedBatch) Column(k int) Column {
 	if k < 0 || k >= b.fields+TypedFirstFieldColumn {
 		panic(fmt.Sprintf("abi: column %d of a typed batch of %d fields", k, b.fields))
 	}
-	c, _ := b.readColumn(k)
-	return c
+	return b.cols[k]
 }
 
 // Field returns the column of declared field i.

@@ -105,7 +105,7 @@ func (p PatchOps) All() iter.Seq2[int, PatchOp] {
 	return func(yield func(int, PatchOp) bool) {
 		off := 0
 		for i := 0; i < p.count; i++ {
-			op, next, err := readPatchOp(p.raw, off)
+			op, next, err := readPatchOp(p.raw, off, false)
 			if err != nil || !yield(i, op) {
 				return
 			}
@@ -222,20 +222,21 @@ func (w *TypedOutputWriter) SetBool(path string, v bool) {
 }
 
 // SetString appends an operation setting the field at path to a string.
-func (w *TypedOutputWriter) SetString(path, s string) {
-	w.op(PatchOpSet, path)
-	w.w.buf = append(w.w.buf, byte(TypeString))
-	w.w.buf = binary.LittleEndian.AppendUint32(w.w.buf, uint32(len(s)))
-	w.w.buf = append(w.w.buf, s...)
-}
+func (w *TypedOutputWriter) SetString(path, s string) { setBytes(w, path, TypeString, s) }
+
+// SetStringBytes is SetString for content held in a byte slice.
+func (w *TypedOutputWriter) SetStringBytes(path string, b []byte) { setBytes(w, path, TypeString, b) }
 
 // SetRaw appends an operation setting the field at path to raw JSON text,
 // which must be one JSON value.
-func (w *TypedOutputWriter) SetRaw(path string, raw []byte) {
+func (w *TypedOutputWriter) SetRaw(path string, raw []byte) { setBytes(w, path, TypeRaw, raw) }
+
+// setBytes appends a set of a string or raw value.
+func setBytes[V string | []byte](w *TypedOutputWriter, path string, t FieldType, v V) {
 	w.op(PatchOpSet, path)
-	w.w.buf = append(w.w.buf, byte(TypeRaw))
-	w.w.buf = binary.LittleEndian.AppendUint32(w.w.buf, uint32(len(raw)))
-	w.w.buf = append(w.w.buf, raw...)
+	w.w.buf = append(w.w.buf, byte(t))
+	w.w.buf = binary.LittleEndian.AppendUint32(w.w.buf, uint32(len(v)))
+	w.w.buf = append(w.w.buf, v...)
 }
 
 // TypedOutputReader decodes a typed output frame entry by entry without
@@ -317,7 +318,7 @@ func readPatch(b []byte, off int, e *TypedEntry) (int, error) {
 	off += 4
 	start := off
 	for i := uint32(0); i < n; i++ {
-		if _, off, err = readPatchOp(b, off); err != nil {
+		if _, off, err = readPatchOp(b, off, true); err != nil {
 			return off, err
 		}
 	}
@@ -325,8 +326,9 @@ func readPatch(b []byte, off int, e *TypedEntry) (int, error) {
 	return off, nil
 }
 
-// readPatchOp decodes and checks the operation at off.
-func readPatchOp(b []byte, off int) (PatchOp, int, error) {
+// readPatchOp decodes the operation at off, checking its framing and, with
+// checkPath, its path (PatchOps.All decodes operations checked before).
+func readPatchOp(b []byte, off int, checkPath bool) (PatchOp, int, error) {
 	var op PatchOp
 	if len(b)-off < 1 {
 		return op, off, truncated(off, "patch op")
@@ -340,7 +342,7 @@ func readPatchOp(b []byte, off int) (PatchOp, int, error) {
 	if op.Path, off, err = readBytes(b, off+1, "patch path"); err != nil {
 		return op, off, err
 	}
-	if len(op.Path) > 0 || op.Kind == PatchOpRemove {
+	if checkPath && (len(op.Path) > 0 || op.Kind == PatchOpRemove) {
 		if err := CheckPath(op.Path); err != nil {
 			return op, start, &FrameError{Offset: start + 1, What: err.Error()}
 		}

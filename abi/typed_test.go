@@ -223,24 +223,28 @@ func TestTypedBatchMalformed(t *testing.T) {
 		return b
 	}
 	col := func(k, field int) int { return TypedHeaderSize + TypedColumnSize*k + 4*field }
+	values6 := int(binary.LittleEndian.Uint32(valid[col(6, 2):])) // column 6's offsets
 	tests := []struct {
-		name  string
-		frame []byte
-		want  string
+		name   string
+		frame  []byte
+		want   string
+		record bool // a record's fault, which ResetShape does not look for
 	}{
-		{"empty", nil, "truncated"},
-		{"too many records", put(0, MaxBatchRecords+1), "record count"},
-		{"too many fields", put(4, MaxTypedFields+1), "field count"},
-		{"short column table", valid[:col(3, 0)], "column table: truncated"},
-		{"truncated data", valid[:len(valid)-1], "column 6: data"},
-		{"type beyond a byte", put(col(2, 0), 0x101), "column 2: type 257"},
-		{"unaligned region", put(col(2, 2), 4), "column 2: values: offset 4 is not a multiple of 8"},
-		{"region in the header", put(col(2, 2), 0), "column 2: values: 24 bytes at 0"},
-		{"region past the end", put(col(2, 2), uint32(len(valid)+15)&^7), "outside the frame"},
-		{"data offset on a fixed column", put(col(2, 3), 8), "a data offset for a column of type int"},
-		{"statuses on timestamps", put(col(0, 1), 64), "column 0: the timestamp column"},
-		{"no statuses on a field", put(col(2, 1), 0), "column 2: no statuses"},
-		{"first offset not zero", put(col(6, 2), binary.LittleEndian.Uint32(valid[col(6, 2):])+8), "column 6"},
+		{"empty", nil, "truncated", false},
+		{"too many records", put(0, MaxBatchRecords+1), "record count", false},
+		{"too many fields", put(4, MaxTypedFields+1), "field count", false},
+		{"short column table", valid[:col(3, 0)], "column table: truncated", false},
+		{"truncated data", valid[:len(valid)-1], "column 6: data", false},
+		{"type beyond a byte", put(col(2, 0), 0x101), "column 2: type 257", false},
+		{"unaligned region", put(col(2, 2), 4), "column 2: values: offset 4 is not a multiple of 8", false},
+		{"region in the header", put(col(2, 2), 0), "column 2: values: 24 bytes at 0", false},
+		{"region past the end", put(col(2, 2), uint32(len(valid)+15)&^7), "outside the frame", false},
+		{"data offset on a fixed column", put(col(2, 3), 8), "a data offset for a column of type int", false},
+		{"statuses on timestamps", put(col(0, 1), 64), "column 0: the timestamp column", false},
+		{"no statuses on a field", put(col(2, 1), 0), "column 2: no statuses", false},
+		{"first offset not zero", put(col(6, 2), binary.LittleEndian.Uint32(valid[col(6, 2):])+8), "column 6", false},
+		{"first offset 8", put(values6, 8), "column 6: offset 8 of record 0", true},
+		{"an offset past the next", put(values6+4, 0xffff), "column 6: offset", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,6 +253,13 @@ func TestTypedBatchMalformed(t *testing.T) {
 			var fe *FrameError
 			if err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Reset = %d, %v; want a FrameError containing %q", n, err, tt.want)
+			}
+			n, err = b.ResetShape(tt.frame)
+			switch {
+			case tt.record && err != nil:
+				t.Fatalf("ResetShape = %d, %v; want the frame's shape accepted", n, err)
+			case !tt.record && (err == nil || !errors.As(err, &fe) || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("ResetShape = %d, %v; want a FrameError containing %q", n, err, tt.want)
 			}
 		})
 	}
@@ -302,6 +313,7 @@ func TestTypedOutputRoundTrip(t *testing.T) {
 	w.SetFloat("ratio", 0.1)
 	w.SetBool("a.ok", true)
 	w.SetString(`a\.b`, "é")
+	w.SetStringBytes("s", []byte("ü\x00"))
 	w.SetRaw("", []byte(`{"x":[1]}`))
 	w.SetNull("gone")
 	w.Remove("old.field")
@@ -321,7 +333,7 @@ func TestTypedOutputRoundTrip(t *testing.T) {
 	}
 	want := []string{
 		"keep 0",
-		"patch 1 flags 0 key <nil> ts 0: set price int -7 | set ratio float 0.1 | set a.ok bool true | set a\\.b string é | set  raw {\"x\":[1]} | set gone null | remove old.field",
+		"patch 1 flags 0 key <nil> ts 0: set price int -7 | set ratio float 0.1 | set a.ok bool true | set a\\.b string é | set s string ü\x00 | set  raw {\"x\":[1]} | set gone null | remove old.field",
 		"patch 1 flags 7 key <nil> ts -3:",
 		"patch 2 flags 2 key k2 ts 0:",
 		"error 3 bad record",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -283,5 +284,64 @@ sinks: [{name: out, type: stdout}]
 		if !strings.Contains(line, `"n":100`) {
 			t.Fatalf("a window's count is not its 100 records: %s\nall:\n%s", line, out)
 		}
+	}
+}
+
+// TestWindowPluginAggregateBesideBuiltIns: a window whose aggregates list
+// built-in aggregates and a plugin's gives the built-in layout with the
+// plugin's result, a JSON value, as its field, where it is listed; the
+// plugin's result gets each window's key and bounds (weir_agg_result_ctx).
+// The operator-level plugin, on the same windows, gives its result alone.
+func TestWindowPluginAggregateBesideBuiltIns(t *testing.T) {
+	input := writeReadings(t, 200) // k0..k49, ts 0..1990: two of each key per 1 s window
+	run := func(window string) []string {
+		out := runOutput(t, writePipeline(t, `name: mixed
+sources: [{name: in, type: file, path: `+input+`, event_time: {field: ts}}]
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: w, type: window, kind: tumbling, size: 1s, time_format: epoch_ms, `+window+`}
+sinks: [{name: out, type: stdout}]
+`))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 100 {
+			t.Fatalf("%d results, want 100 (50 keys, 2 windows):\n%s", len(lines), out)
+		}
+		return lines
+	}
+	mixed := run(`aggregates: [{func: count, as: n}, {plugin: "{{root}}/plugins/conformance/go/window_info", as: info}, {func: max, field: ts, as: last}]`)
+	want := `{"key":"k7","window_start":1000,"window_end":2000,"n":2,"info":{"key":"k7","start":1000,"end":2000,"count":2},"last":1570}`
+	if !slices.Contains(mixed, want) {
+		t.Errorf("no line %s among:\n%s", want, strings.Join(mixed, "\n"))
+	}
+	whole := run(`plugin: "{{root}}/plugins/conformance/go/window_info"`)
+	want = `{"key":"k7","start":1000,"end":2000,"count":2}`
+	if !slices.Contains(whole, want) {
+		t.Errorf("operator-level plugin: no line %s among:\n%s", want, strings.Join(whole, "\n"))
+	}
+}
+
+// TestWindowPluginAggregateLoadError: a plugin listed among a window's
+// aggregates that cannot run as an aggregate is reported at its entry.
+func TestWindowPluginAggregateLoadError(t *testing.T) {
+	path := writePipeline(t, `name: bad
+sources: [{name: in, type: stdin}]
+operators:
+  - name: w
+    type: window
+    kind: count
+    count: 2
+    aggregates:
+      - {func: count, as: n}
+      - {plugin: "{{root}}/plugins/conformance/wat/words.wasm", as: p}
+sinks: [{name: out, type: stdout}]
+`)
+	ctx := context.Background()
+	p, err := host.Load(ctx, path, host.Options{})
+	if err == nil {
+		p.Close(ctx)
+		t.Fatal("loaded a map module as a window's aggregate")
+	}
+	if !strings.Contains(err.Error(), `pipeline.yaml:10:18: operators[0] "w".aggregates[1].plugin: `) || !errors.Is(err, host.ErrPlugin) {
+		t.Errorf("error %v\nwant a plugin error at aggregates[1].plugin, line 10", err)
 	}
 }

@@ -68,6 +68,10 @@ func (s *PathSet) Len() int { return s.n }
 func (s *PathSet) GetAll(doc []byte, out []Value) error {
 	out = out[:s.n]
 	clear(out)
+	if s.nodes[0].target < 0 && s.getAllFast(doc, out) {
+		return nil
+	}
+	clear(out)
 	p := parser{buf: doc}
 	i := p.ws(0)
 	end, err := p.findAll(i, s, 0, out)

@@ -96,6 +96,7 @@ func FuzzGetAll(f *testing.F) {
 	addDocSeeds(f, "a|a.b|c")
 	f.Add([]byte(`{"a":{"b":1},"a":{"c":2},"c":[{"a":1}]}`), "a|a.b|a.c|c")
 	f.Add([]byte(`{"x":{"y":{"z":"\ud83d\ude00"}},"x":{"y":{"w":null}}}`), "x.y.z|x.y.w|x.y|")
+	f.Add([]byte("{\"\xff\":1,\"é\":{\"a\":[2]},\"k\\u0065y\":3}"), "\ufffd|é|é.a|key")
 	f.Fuzz(func(t *testing.T, doc []byte, paths string) {
 		checkGetAll(t, doc, splitPaths(paths))
 	})

@@ -1,9 +1,10 @@
 package wjson
 
 import (
+	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
-	"unicode/utf8"
 )
 
 // Kind is the type of a JSON value. It is a plain value, safe to copy and
@@ -377,26 +378,44 @@ var strPlain = func() (t [256]bool) {
 // str validates the string starting at i (a '"') and returns its end and
 // whether it is plain: free of escapes and of non-ASCII bytes, so that its
 // content is its own decoding.
+// plainRun returns the offset of the first byte of b at or after i that
+// ends a plain run of string content ('"', '\\' or a control character),
+// or len(b), with the bytes passed ORed into hi. It reads eight bytes at a
+// time while it can (swarStrSpecial).
+func plainRun(b []byte, i int, hi uint64) (int, uint64) {
+	for i+8 <= len(b) {
+		v := binary.LittleEndian.Uint64(b[i:])
+		if m := swarStrSpecial(v); m != 0 {
+			n := bits.TrailingZeros64(m) / 8
+			return i + n, hi | v&(1<<(8*n)-1)
+		}
+		hi |= v
+		i += 8
+	}
+	for i < len(b) {
+		c := b[i]
+		if c < 0x20 || c == '"' || c == '\\' {
+			break
+		}
+		hi |= uint64(c)
+		i++
+	}
+	return i, hi
+}
+
 func (p *parser) str(i int) (end int, plain bool, err error) {
 	b := p.buf
 	i++
 	escaped := false
-	var bits byte // OR of the bytes seen, to detect non-ASCII
+	var hi uint64 // OR of the bytes seen: bit 7 of a byte marks non-ASCII
 	for {
-		for i < len(b) {
-			c := b[i]
-			if c < 0x20 || c == '"' || c == '\\' {
-				break
-			}
-			bits |= c
-			i++
-		}
+		i, hi = plainRun(b, i, hi)
 		if i >= len(b) {
 			return i, false, p.errEOF()
 		}
 		switch b[i] {
 		case '"':
-			return i + 1, !escaped && bits < utf8.RuneSelf, nil
+			return i + 1, !escaped && hi&swarHigh == 0, nil
 		case '\\':
 			escaped = true
 			i++

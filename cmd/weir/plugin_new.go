@@ -201,7 +201,10 @@ lines: a header {"op":"map"|"flat_map"|"filter"|"aggregate","config":{…}}, the
 case per line {"key":"…","value":"…","want":[…]}, where each wanted output is a
 value, "error: <message>", "error:" (any message) or "trap"; an aggregate test
 ends with {"result":"…"}, the result of merging the accumulators of the two
-halves of the cases. It prints each failing case and exits 1 if any failed.`,
+halves of the cases, for the group its header may give: "key":"…" and
+"window":[start, end] (ms since the epoch), which a plugin that exports
+weir_agg_result_ctx gets. It prints each failing case and exits 1 if any
+failed.`,
 		Args: exactArgs(1, "the plugin (a .wasm file or a source folder)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			plugin := args[0]

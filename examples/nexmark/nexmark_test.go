@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -330,4 +332,170 @@ func checkRows[R comparable](t *testing.T, query string, got, want []R) {
 		t.Errorf("%s: %d rows, want %d\ngot  %v\nwant %v", query, len(got), len(want), got, want)
 	}
 	t.Logf("%s: %d rows", query, len(got))
+}
+
+// TestBadBids runs the plugins of q1, q2, q5 and q7, which declare the
+// fields they read (the typed convention, ABI.md §14), on records from
+// standard input whose fields are missing or of the wrong type: the host
+// dead-letters those, with its reason, before the plugin sees them, and
+// the others come out as the queries write them.
+func TestBadBids(t *testing.T) {
+	plugin := func(name string) string {
+		abs, err := filepath.Abs(filepath.Join("plugins", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Quote(abs)
+	}
+	// A dead letter is "<input line>: <reason's end>": the host's reason
+	// ends with the field's, after the operator's prefix.
+	tests := []struct {
+		name     string
+		operator string // the operator's YAML
+		in, out  []string
+		dead     []string
+	}{{
+		name:     "q1 currency",
+		operator: "{name: to-euros, type: map, plugin: " + plugin("currency") + "}",
+		in: []string{
+			`{"auction":1000,"bidder":1001,"price":32530001,"channel":"Google"}`,
+			`{"auction":1}`,
+			`{ "price" : 100 , "x" : [1] }`,
+			`{"auction":2,"price":"12"}`,
+			`{"price":null}`,
+			`{"price":true}`,
+			`{"price":1e400}`,
+			`[100]`,
+			`{"price":1e3,"price":7}`,
+		},
+		out: []string{
+			`{"auction":1000,"bidder":1001,"price":29537240.908,"channel":"Google"}`,
+			`{ "price" : 90.8 , "x" : [1] }`,
+			`{"price":1e3,"price":6.356}`,
+		},
+		dead: []string{
+			`2: field "price": missing`,
+			`4: field "price": want float, found string`,
+			`5: field "price": null`,
+			`6: field "price": want float, found bool`,
+			`7: field "price": want float, found number 1e400 (outside float64)`,
+			`8: field "price": missing`,
+		},
+	}, {
+		name:     "q2 auction-filter",
+		operator: "{name: some-auctions, type: filter, plugin: " + plugin("auction-filter") + ", config: {modulus: 123}}",
+		in: []string{
+			`{"auction":246,"price":1}`,
+			`{"auction":247}`,
+			`{"auction":2.46e2}`,
+			`{"auction":"246"}`,
+			`{"auction":1.5}`,
+			`{"bidder":246}`,
+			`{"auction":null}`,
+			`{"auction":-123}`,
+		},
+		out: []string{`{"auction":246,"price":1}`, `{"auction":2.46e2}`, `{"auction":-123}`},
+		dead: []string{
+			`4: field "auction": want int, found string`,
+			`5: field "auction": want int, found number 1.5 (not an integer)`,
+			`6: field "auction": missing`,
+			`7: field "auction": null`,
+		},
+	}, {
+		name: "q7 maxby",
+		operator: "{name: highest-bid, type: window, kind: tumbling, size: 10s, plugin: " + plugin("maxby") +
+			", config: {by: price, keep: [auction, bidder, price, dateTime, extra], rows: bids, window: true}}",
+		in: []string{
+			`{"auction":1,"bidder":5,"price":100,"dateTime":1000,"extra":"a"}`,
+			`{"auction":2,"bidder":6,"price":300,"dateTime":2000}`,
+			`{"auction":3,"bidder":7,"price":300,"dateTime":3000,"extra":null}`,
+			`{"auction":4,"bidder":8,"price":"400","dateTime":4000}`,
+			`{"auction":5,"bidder":9,"dateTime":5000}`,
+			`{"auction":6,"bidder":9,"price":400.5,"dateTime":6000}`,
+			`{"auction":7,"price":7,"dateTime":12000,"extra":{"x":[1, 2]}}`,
+		},
+		out: []string{
+			`{"window_start":0,"window_end":10000,"price":300,"bids":[` +
+				`{"auction":2,"bidder":6,"price":300,"dateTime":2000,"extra":null},` +
+				`{"auction":3,"bidder":7,"price":300,"dateTime":3000,"extra":null}]}`,
+			`{"window_start":10000,"window_end":20000,"price":7,"bids":[{"auction":7,"bidder":null,"price":7,"dateTime":12000,"extra":{"x":[1, 2]}}]}`,
+		},
+		dead: []string{
+			`4: field "price": want int, found string`,
+			`5: field "price": missing`,
+			`6: field "price": want int, found number 400.5 (not an integer)`,
+		},
+	}, {
+		name: "q5 maxby",
+		operator: "{name: hottest, type: window, kind: tumbling, size: 2s, plugin: " + plugin("maxby") +
+			", config: {by: num, keep: [auction], rows: auctions, copy: [window_start, window_end]}}",
+		in: []string{
+			`{"window_start":0,"window_end":10000,"auction":"1","num":3,"dateTime":9999}`,
+			`{"window_start":0,"window_end":10000,"auction":"2","num":5,"dateTime":9999}`,
+			`{"window_start":0,"window_end":10000,"auction":"3","num":"9","dateTime":9999}`,
+			`{"window_start":0,"window_end":10000,"auction":"4","num":5,"dateTime":9999}`,
+			`{"window_start":0,"window_end":10000,"auction":"5","dateTime":9999}`,
+		},
+		out: []string{`{"window_start":0,"window_end":10000,"num":5,"auctions":[{"auction":"2"},{"auction":"4"}]}`},
+		dead: []string{
+			`3: field "num": want int, found string`,
+			`5: field "num": missing`,
+		},
+	}, {
+		name: "maxby names members, dots and all",
+		operator: "{name: m, type: window, kind: tumbling, size: 10s, plugin: " + plugin("maxby") +
+			`, config: {by: "p.x", keep: ["a.b", "p.x"], copy: ["a\\"]}}`,
+		in: []string{
+			`{"a.b":1,"a":{"b":2},"p.x":5,"p":{"x":9},"a\\":true,"dateTime":1000}`,
+			`{"a.b":3,"p":{"x":9},"dateTime":2000}`,
+		},
+		out:  []string{`{"a\\":true,"p.x":5,"rows":[{"a.b":1,"p.x":5}]}`},
+		dead: []string{`2: field "p\\.x": missing`},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pipeline := "name: bad-bids\n" +
+				"sources: [{name: in, type: stdin, event_time: {field: dateTime}}]\n" +
+				"operators: [" + tc.operator + "]\n" +
+				"sinks: [{name: out, type: stdout, format: raw}]\n"
+			if !strings.Contains(tc.operator, "window") {
+				pipeline = strings.Replace(pipeline, ", event_time: {field: dateTime}", "", 1)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(pipeline), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := weirtest.Run(t, dir, strings.Join(tc.in, "\n")+"\n", "run", "pipeline.yaml")
+			if res.Code != 0 {
+				t.Fatalf("weir run: exit %d\n%s", res.Code, res.Stderr)
+			}
+			if got := strings.Split(strings.TrimSuffix(res.Stdout, "\n"), "\n"); !slices.Equal(got, tc.out) {
+				t.Errorf("output:\n got %q\nwant %q", got, tc.out)
+			}
+			var dead []string
+			for _, line := range strings.Split(res.Stderr, "\n") {
+				if !strings.HasPrefix(line, "{") {
+					continue
+				}
+				var d struct {
+					Reason string `json:"reason"`
+					Line   int    `json:"line"`
+				}
+				decode(t, line, &d)
+				for _, w := range tc.dead {
+					if n, reason, _ := strings.Cut(w, ": "); n == strconv.Itoa(d.Line) && strings.HasSuffix(d.Reason, ": "+reason) {
+						d.Reason = reason
+					}
+				}
+				dead = append(dead, fmt.Sprintf("%d: %s", d.Line, d.Reason))
+			}
+			slices.Sort(dead)
+			if !slices.Equal(dead, tc.dead) {
+				t.Errorf("dead letters:\n got %q\nwant %q", dead, tc.dead)
+			}
+			if want := fmt.Sprintf("dead_letters=%d", len(tc.dead)); !strings.Contains(res.Stderr, want) {
+				t.Errorf("no %s in\n%s", want, tail(res.Stderr))
+			}
+		})
+	}
 }

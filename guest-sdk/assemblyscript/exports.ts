@@ -10,7 +10,8 @@
 
 import { allocInput } from "weir/record";
 import { runBatch, runInit, registeredBatchOps, OP_MAP, OP_FLAT_MAP, OP_FILTER, OPS_AGGREGATE } from "weir/core";
-import { runAggCreate, runAggAdd, runAggValues, hasAggregate } from "weir/aggregate";
+import { runAggCreate, runAggAdd, runAggValues, runTypedAggAdd, hasAggregate } from "weir/aggregate";
+import { runFields, runTyped } from "weir/typed";
 
 /** The ABI version marker; never called. */
 export function weir_abi_v1(): void {}
@@ -37,6 +38,32 @@ export function weir_filter(ptr: usize, len: u32): u64 {
   return runBatch(OP_FILTER, ptr, len);
 }
 
+/**
+ * The typed convention's field declaration (ABI §14.2): the empty region
+ * unless the plugin registered a typed function, which keeps it a raw
+ * module. The host then calls the typed exports below instead of the raw
+ * ones.
+ */
+export function weir_fields(): u64 {
+  return runFields();
+}
+
+export function weir_typed_map(ptr: usize, len: u32): u64 {
+  return runTyped(OP_MAP, ptr, len);
+}
+
+export function weir_typed_flat_map(ptr: usize, len: u32): u64 {
+  return runTyped(OP_FLAT_MAP, ptr, len);
+}
+
+export function weir_typed_filter(ptr: usize, len: u32): u64 {
+  return runTyped(OP_FILTER, ptr, len);
+}
+
+export function weir_typed_agg_add(ptr: usize, len: u32): u64 {
+  return runTypedAggAdd(ptr, len);
+}
+
 export function weir_agg_create(): u64 {
   return runAggCreate();
 }
@@ -51,6 +78,11 @@ export function weir_agg_merge(ptr: usize, len: u32): u64 {
 
 export function weir_agg_result(ptr: usize, len: u32): u64 {
   return runAggValues(ptr, len, false);
+}
+
+/** The results given their groups' contexts (ABI §12.5): Aggregate.resultCtx. */
+export function weir_agg_result_ctx(ptr: usize, len: u32): u64 {
+  return runAggValues(ptr, len, false, true);
 }
 
 /**

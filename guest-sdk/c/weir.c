@@ -746,19 +746,40 @@ uint64_t weir__agg_merge(uint32_t ptr, uint32_t len, weir_agg_merge_fn fn) {
     return pack(frame.data, frame.len);
 }
 
-uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
-    reader rd = reader_at(ptr, len);
+/* take_context reads the context of an entry of a result context frame
+ * (ABI section 12.5), trapping on one the ABI does not allow. */
+static void take_context(reader *rd, weir_agg_context *c) {
+    c->key.ptr = take_bytes(rd, &c->key.len);
+    const uint8_t *p = take(rd, 17);
+    uint8_t flags = p[0];
+    c->windowed = (flags & WEIR_AGG_CONTEXT_WINDOWED) != 0;
+    c->start = (int64_t)weir_le64(p + 1);
+    c->end = (int64_t)weir_le64(p + 9);
+    if ((flags & ~WEIR_AGG_CONTEXT_WINDOWED) != 0 || (!c->windowed && (c->start != 0 || c->end != 0)) ||
+        c->start > c->end)
+        WEIR_FAIL(); /* a host bug */
+}
+
+/* agg_results answers a result frame, or with ctx_frame a result context
+ * frame, with fn or, when fn is NULL, cfn. */
+static weir_bytes agg_results(const void *in, size_t len, bool ctx_frame, weir_agg_result_fn fn,
+                              weir_agg_result_ctx_fn cfn) {
+    const uint8_t *b = in;
+    reader rd = {b, b + len};
     uint32_t n = take32(&rd);
     frame.len = 0;
     buf_put32(&frame, n);
     for (uint32_t i = 0; i < n; i++) {
+        weir_agg_context c = {{NULL, 0}, false, 0, 0};
+        if (ctx_frame)
+            take_context(&rd, &c);
         weir_bytes a;
         a.ptr = take_acc(&rd, &a.len);
         size_t start = frame.len;
         weir_buf_byte(&frame, WEIR_AGG_OK);
         buf_put32(&frame, 0);
         bool null = false;
-        const char *err = fn(a, &frame, &null);
+        const char *err = fn ? fn(a, &frame, &null) : cfn(a, &c, &frame, &null);
         if (err) {
             value_error(start, err);
             continue;
@@ -770,7 +791,24 @@ uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
         }
         put32(frame.data + start + 1, (uint32_t)(frame.len - start - 5));
     }
-    return pack(frame.data, frame.len);
+    if (rd.p != rd.end)
+        WEIR_FAIL(); /* bytes after the last accumulator */
+    return (weir_bytes){frame.data, frame.len};
+}
+
+weir_bytes weir__agg_results_frame(const void *in, size_t len, bool ctx_frame, weir_agg_result_fn fn,
+                                   weir_agg_result_ctx_fn cfn) {
+    return agg_results(in, len, ctx_frame, fn, cfn);
+}
+
+uint64_t weir__agg_results(uint32_t ptr, uint32_t len, bool ctx_frame, weir_agg_result_fn fn,
+                           weir_agg_result_ctx_fn cfn) {
+    weir_bytes out = agg_results((const void *)(uintptr_t)ptr, len, ctx_frame, fn, cfn);
+    return pack(out.ptr, out.len);
+}
+
+uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn) {
+    return weir__agg_results(ptr, len, false, fn, NULL);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -20,7 +20,7 @@
  *     WEIR_MAP(shout);
  *
  * Each macro defines the ABI export of its kind (weir_map, weir_flat_map,
- * weir_filter, the four weir_agg_* exports), so a module exports exactly
+ * weir_filter, the weir_agg_* exports), so a module exports exactly
  * the operations it implements, and the host rejects it at load time when
  * used as an operator of another kind. weir.c provides the exports every
  * module has (weir_abi_v1, weir_alloc, weir_init, and weir_ops, which
@@ -70,6 +70,7 @@ extern "C" {
 #define WEIR_EXPORT_AGG_ADD "weir_agg_add"
 #define WEIR_EXPORT_AGG_MERGE "weir_agg_merge"
 #define WEIR_EXPORT_AGG_RESULT "weir_agg_result"
+#define WEIR_EXPORT_AGG_RESULT_CTX "weir_agg_result_ctx"
 #define WEIR_EXPORT_OPS "weir_ops"
 #define WEIR_EXPORT_GC "weir_gc"
 #define WEIR_EXPORT_INITIALIZE "_initialize"
@@ -130,6 +131,10 @@ extern "C" {
 /* The statuses of a value output frame's entries (ABI.md §12.4). */
 #define WEIR_AGG_OK 0
 #define WEIR_AGG_ERROR 1
+
+/* The flags byte of an accumulator's context in a weir_agg_result_ctx frame
+ * (ABI.md §12.5): the group is a window's. */
+#define WEIR_AGG_CONTEXT_WINDOWED 1
 
 /* The bits of the weir_ops export's answer, one per operation (ABI.md §4.1).
  * */
@@ -371,12 +376,29 @@ typedef const char *(*weir_init_fn)(const uint8_t *config, size_t len);
  * result appends to dst the group's result value, or sets *null for an
  * absent value, or returns an error message.
  *
+ * result_ctx, registered with WEIR_AGGREGATE_CTX instead of result, is
+ * result given the group's context (ABI section 12.5): its key and its
+ * window, for a result that depends on them (a window's bounds). A host
+ * that predates the context gives an empty one: no key, not windowed.
+ *
  * dst lies in the output frame: append only. Error messages must stay
  * valid until the function returns (a string literal, or weir_fmt). */
 typedef void (*weir_agg_create_fn)(weir_buf *acc);
 typedef void (*weir_agg_add_fn)(weir_buf *acc, const weir_record *r, weir_out *out);
 typedef const char *(*weir_agg_merge_fn)(weir_bytes a, weir_bytes b, weir_buf *dst);
 typedef const char *(*weir_agg_result_fn)(weir_bytes acc, weir_buf *dst, bool *null);
+
+/* weir_agg_context is the context of a group whose result is due: key,
+ * the group's key (key.ptr NULL when it has none, which is distinct from a
+ * present, empty key; valid during the call), and, when windowed, its
+ * window [start, end) in milliseconds since the Unix epoch, the bounds the
+ * window operator writes as window_start and window_end (0 otherwise). */
+typedef struct weir_agg_context {
+    weir_bytes key;
+    bool windowed;
+    int64_t start, end;
+} weir_agg_context;
+typedef const char *(*weir_agg_result_ctx_fn)(weir_bytes acc, const weir_agg_context *ctx, weir_buf *dst, bool *null);
 
 /* The registration macros. Use each at most once, at file scope, followed
  * by a semicolon. Each also records its operation for weir_ops (in a
@@ -422,23 +444,45 @@ typedef const char *(*weir_agg_result_fn)(weir_bytes acc, weir_buf *dst, bool *n
     }                                                                         \
     WEIR__OP(filter, WEIR_OP_FILTER)
 
-#define WEIR_AGGREGATE(create, add, merge, result)                            \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_CREATE) uint64_t                 \
+/* WEIR__AGG_VALUES defines the exports an aggregate's registration
+ * macros share: weir_agg_create, weir_agg_merge, weir_agg_result and
+ * weir_agg_result_ctx, the last two calling result (or, when NULL,
+ * result_ctx). */
+#define WEIR__AGG_VALUES(create, merge, result, result_ctx)                   \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_CREATE) uint64_t                             \
     weir__export_agg_create(void) {                                           \
         return weir__agg_create((create));                                    \
     }                                                                         \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_ADD) uint64_t                    \
-    weir__export_agg_add(uint32_t ptr, uint32_t len) {                        \
-        return weir__agg_add(ptr, len, (add));                                \
-    }                                                                         \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_MERGE) uint64_t                  \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_MERGE) uint64_t                              \
     weir__export_agg_merge(uint32_t ptr, uint32_t len) {                      \
         return weir__agg_merge(ptr, len, (merge));                            \
     }                                                                         \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_RESULT) uint64_t                 \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_RESULT) uint64_t                             \
     weir__export_agg_result(uint32_t ptr, uint32_t len) {                     \
-        return weir__agg_result(ptr, len, (result));                          \
+        return weir__agg_results(ptr, len, false, (result), (result_ctx));    \
     }                                                                         \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_RESULT_CTX) uint64_t                         \
+    weir__export_agg_result_ctx(uint32_t ptr, uint32_t len) {                 \
+        return weir__agg_results(ptr, len, true, (result), (result_ctx));     \
+    }
+
+#define WEIR__AGG_ADD(add)                                                    \
+    WEIR__EXPORT(WEIR_EXPORT_AGG_ADD) uint64_t                                \
+    weir__export_agg_add(uint32_t ptr, uint32_t len) {                        \
+        return weir__agg_add(ptr, len, (add));                                \
+    }
+
+/* WEIR_AGGREGATE registers an aggregate; WEIR_AGGREGATE_CTX one whose
+ * result function is given the group's context (weir_agg_result_ctx_fn).
+ * Use one of them, once. */
+#define WEIR_AGGREGATE(create, add, merge, result)                            \
+    WEIR__AGG_ADD(add)                                                        \
+    WEIR__AGG_VALUES(create, merge, (result), (weir_agg_result_ctx_fn)NULL)   \
+    WEIR__OP(aggregate, WEIR_OP_AGGREGATE)
+
+#define WEIR_AGGREGATE_CTX(create, add, merge, result_ctx)                    \
+    WEIR__AGG_ADD(add)                                                        \
+    WEIR__AGG_VALUES(create, merge, (weir_agg_result_fn)NULL, (result_ctx))   \
     WEIR__OP(aggregate, WEIR_OP_AGGREGATE)
 
 /* The macros' implementation. */
@@ -452,6 +496,14 @@ uint64_t weir__agg_create(weir_agg_create_fn fn);
 uint64_t weir__agg_add(uint32_t ptr, uint32_t len, weir_agg_add_fn fn);
 uint64_t weir__agg_merge(uint32_t ptr, uint32_t len, weir_agg_merge_fn fn);
 uint64_t weir__agg_result(uint32_t ptr, uint32_t len, weir_agg_result_fn fn);
+/* weir__agg_results answers a result frame, or with ctx_frame a result
+ * context frame (ABI section 12.5), with fn, or when fn is NULL with cfn,
+ * which gets each group's context (empty without ctx_frame). */
+uint64_t weir__agg_results(uint32_t ptr, uint32_t len, bool ctx_frame, weir_agg_result_fn fn, weir_agg_result_ctx_fn cfn);
+/* weir__agg_results_frame is weir__agg_results on a frame in memory, for
+ * native tests: the output frame, valid until the next call. */
+weir_bytes weir__agg_results_frame(const void *frame, size_t len, bool ctx_frame, weir_agg_result_fn fn,
+                                   weir_agg_result_ctx_fn cfn);
 
 /* weir_fmt formats as printf does into an SDK buffer, valid until the next
  * weir_fmt call: for init, merge and result error messages. Links printf. */
@@ -648,8 +700,10 @@ typedef void (*weir_typed_agg_add_fn)(weir_buf *acc, const weir_typed_batch *b, 
 
 /* The typed registration macros: at file scope, followed by a semicolon;
  * WEIR_FIELDS exactly once per module, each other at most once. A module
- * uses WEIR_AGGREGATE or WEIR_TYPED_AGGREGATE, not both (they define the
- * same create, merge and result exports). */
+ * uses one of WEIR_AGGREGATE, WEIR_AGGREGATE_CTX, WEIR_TYPED_AGGREGATE and
+ * WEIR_TYPED_AGGREGATE_CTX (they define the same create, merge and result
+ * exports); the _CTX ones take a result function given the group's
+ * context (weir_agg_result_ctx_fn). */
 #define WEIR_FIELDS(...)                                                      \
     static const weir_field_decl weir__fields_table[] = {{NULL, 0, 0}, __VA_ARGS__}; \
     __attribute__((constructor)) static void weir__register_fields(void) {    \
@@ -688,23 +742,20 @@ typedef void (*weir_typed_agg_add_fn)(weir_buf *acc, const weir_typed_batch *b, 
     }                                                                         \
     WEIR__TYPED_OP(filter, WEIR_OP_FILTER)
 
-#define WEIR_TYPED_AGGREGATE(create, add, merge, result)                      \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_CREATE) uint64_t                             \
-    weir__export_agg_create(void) {                                           \
-        return weir__agg_create((create));                                    \
-    }                                                                         \
+#define WEIR__TYPED_AGG_ADD(add)                                              \
     WEIR__EXPORT(WEIR_EXPORT_TYPED_AGG_ADD) uint64_t                          \
     weir__export_typed_agg_add(uint32_t ptr, uint32_t len) {                  \
         return weir__run_typed_agg_add(ptr, len, (add));                      \
-    }                                                                         \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_MERGE) uint64_t                              \
-    weir__export_agg_merge(uint32_t ptr, uint32_t len) {                      \
-        return weir__agg_merge(ptr, len, (merge));                            \
-    }                                                                         \
-    WEIR__EXPORT(WEIR_EXPORT_AGG_RESULT) uint64_t                             \
-    weir__export_agg_result(uint32_t ptr, uint32_t len) {                     \
-        return weir__agg_result(ptr, len, (result));                          \
-    }                                                                         \
+    }
+
+#define WEIR_TYPED_AGGREGATE(create, add, merge, result)                      \
+    WEIR__TYPED_AGG_ADD(add)                                                  \
+    WEIR__AGG_VALUES(create, merge, (result), (weir_agg_result_ctx_fn)NULL)   \
+    WEIR__TYPED_OP(aggregate, WEIR_OP_AGGREGATE)
+
+#define WEIR_TYPED_AGGREGATE_CTX(create, add, merge, result_ctx)              \
+    WEIR__TYPED_AGG_ADD(add)                                                  \
+    WEIR__AGG_VALUES(create, merge, (weir_agg_result_fn)NULL, (result_ctx))   \
     WEIR__TYPED_OP(aggregate, WEIR_OP_AGGREGATE)
 
 /* The typed macros' implementation. The weir__typed_* functions run one

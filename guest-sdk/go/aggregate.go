@@ -48,9 +48,24 @@ type AggregateFuncs[A any] struct {
 	// (null) value. An error, or a panic, is reported to the host as the
 	// result's error.
 	Result func(dst []byte, acc A) ([]byte, error)
+	// ResultCtx, when set, is called instead of Result, as Result is, with
+	// the context of the group whose result is due: its key and its window
+	// (ABI.md §12.5), for a result that depends on them, such as a window's
+	// bounds. One of Result and ResultCtx is required. A host that
+	// predates weir_agg_result_ctx gives it an empty context: no key, not
+	// windowed.
+	ResultCtx func(dst []byte, acc A, c AggContext) ([]byte, error)
 	// Codec encodes and decodes accumulators.
 	Codec Codec[A]
 }
+
+// AggContext is the context of a group whose result is due, which
+// AggregateFuncs.ResultCtx is given: Key, the group's key (nil for none,
+// present and empty otherwise; it aliases the call's input, valid during
+// the call only), and, when Windowed, the group's window [Start, End) in
+// milliseconds since the Unix epoch, the bounds the window operator writes
+// as window_start and window_end (Start and End are 0 otherwise).
+type AggContext = abi.AggContext
 
 // Codec converts accumulators of type A to bytes and back. Decode(Append(nil,
 // a)) must give back an accumulator equal to a.
@@ -75,10 +90,11 @@ var BytesCodec = Codec[[]byte]{
 	Decode: func(b []byte) ([]byte, error) { return b, nil },
 }
 
-// Aggregate registers the aggregate functions. Create may be nil; the other
-// functions, and both of the Codec's, are required. Call it from a package
-// init function, at most once; registering twice, or with a required
-// function nil, panics, which makes the module fail to initialise.
+// Aggregate registers the aggregate functions. Create may be nil, and one
+// of Result and ResultCtx; the other functions, and both of the Codec's,
+// are required. Call it from a package init function, at most once;
+// registering twice, or with a required function nil, panics, which makes
+// the module fail to initialise.
 func Aggregate[A any](f AggregateFuncs[A]) {
 	for _, c := range []struct {
 		name  string
@@ -86,7 +102,7 @@ func Aggregate[A any](f AggregateFuncs[A]) {
 	}{
 		{"Add", f.Add == nil},
 		{"Merge", f.Merge == nil},
-		{"Result", f.Result == nil},
+		{"Result (and ResultCtx)", f.Result == nil && f.ResultCtx == nil},
 		{"Codec.Append", f.Codec.Append == nil},
 		{"Codec.Decode", f.Codec.Decode == nil},
 	} {
@@ -108,7 +124,8 @@ type aggregator interface {
 	add(r *Record) error
 	end(dst []byte) []byte
 	merge(dst, a, b []byte) ([]byte, error)
-	result(dst, acc []byte) ([]byte, error)
+	// result is given the group's context, empty without one.
+	result(dst, acc []byte, c *AggContext) ([]byte, error)
 }
 
 // aggHandler is the registered aggregate, nil when there is none.
@@ -167,10 +184,13 @@ func (g *aggOf[A]) merge(dst, a, b []byte) ([]byte, error) {
 	return g.f.Codec.Append(dst, g.f.Merge(x, y)), nil
 }
 
-func (g *aggOf[A]) result(dst, b []byte) ([]byte, error) {
+func (g *aggOf[A]) result(dst, b []byte, c *AggContext) ([]byte, error) {
 	acc, err := g.f.Codec.Decode(b)
 	if err != nil {
 		return nil, accError(err)
+	}
+	if g.f.ResultCtx != nil {
+		return g.f.ResultCtx(dst, acc, *c)
 	}
 	return g.f.Result(dst, acc)
 }
@@ -190,6 +210,8 @@ var errNoAggregate = errors.New("plugin has no " + abi.OpAggregate.String() + " 
 type aggProcessor struct {
 	rd  abi.AggAddReader
 	ar  abi.AccReader
+	cr  abi.AccContextReader
+	ctx AggContext // the context of the result being computed
 	w   abi.AggWriter
 	in  abi.InRecord
 	rec Record
@@ -340,12 +362,14 @@ func (p *aggProcessor) merge(frame []byte) ([]byte, error) {
 }
 
 // result processes a result frame and returns the value output frame.
+// The results get the empty context.
 func (p *aggProcessor) result(frame []byte) ([]byte, error) {
 	n, err := p.ar.Reset(frame)
 	if err != nil {
 		return nil, err
 	}
 	p.w.Reset()
+	p.ctx = AggContext{}
 	for range n {
 		acc, _, err := p.ar.Next()
 		if err != nil {
@@ -354,6 +378,29 @@ func (p *aggProcessor) result(frame []byte) ([]byte, error) {
 		p.value(aggResult, acc, nil)
 	}
 	return p.finish()
+}
+
+// resultCtx processes a result context frame (ABI.md §12.5) and returns
+// the value output frame: each result is given its group's context.
+func (p *aggProcessor) resultCtx(frame []byte) ([]byte, error) {
+	n, err := p.cr.Reset(frame)
+	if err != nil {
+		return nil, err
+	}
+	p.w.Reset()
+	for range n {
+		c, acc, _, err := p.cr.Next()
+		if err != nil {
+			return nil, err
+		}
+		p.ctx = c
+		p.value(aggResult, acc, nil)
+	}
+	p.ctx = AggContext{} // do not keep the frame's key
+	if _, _, _, err := p.cr.Next(); err != nil {
+		return nil, err
+	}
+	return p.w.Bytes(), nil
 }
 
 // finish checks that the frame p.ar read has nothing after its last
@@ -396,7 +443,7 @@ func (p *aggProcessor) valueInto(g aggregator, call aggCall, a, b []byte) (err e
 			v = buf[start:start] // an accumulator is never absent
 		}
 	} else {
-		v, err = g.result(buf[start:start], a)
+		v, err = g.result(buf[start:start], a, &p.ctx)
 	}
 	if err != nil {
 		return err

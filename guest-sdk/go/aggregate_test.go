@@ -375,6 +375,106 @@ func TestAggregateResultPanicAndCopy(t *testing.T) {
 	}
 }
 
+// ctxResultFrame is a result context frame of accumulators with their
+// contexts.
+func ctxResultFrame(entries ...struct {
+	c   AggContext
+	acc []byte
+}) []byte {
+	b := abi.AppendAggCount(nil, len(entries))
+	for _, e := range entries {
+		b = abi.AppendAccContext(b, e.c, e.acc)
+	}
+	return b
+}
+
+// TestAggregateResultCtx: ResultCtx gets each group's context from
+// weir_agg_result_ctx, and the empty context from weir_agg_result; an
+// aggregate with Result only answers weir_agg_result_ctx with Result.
+func TestAggregateResultCtx(t *testing.T) {
+	type entry = struct {
+		c   AggContext
+		acc []byte
+	}
+	frame := ctxResultFrame(
+		entry{AggContext{Key: []byte("k"), Windowed: true, Start: 1000, End: 2000}, enc(sumAcc{6, 3})},
+		entry{AggContext{Key: []byte{}}, enc(sumAcc{1, 1})},
+		entry{AggContext{Windowed: true, Start: -5, End: 0}, enc(sumAcc{-1, 1})},
+		entry{AggContext{}, []byte("x")},
+	)
+	plain := abi.AppendAcc(abi.AppendAggCount(nil, 1), enc(sumAcc{6, 3}))
+
+	t.Run("ResultCtx", func(t *testing.T) {
+		setAggregate(t, func() {
+			f := sumFuncs()
+			result := f.Result
+			f.Result = nil
+			f.ResultCtx = func(dst []byte, a sumAcc, c AggContext) ([]byte, error) {
+				if a.sum < 0 {
+					panic(fmt.Sprintf("negative sum in [%d, %d)", c.Start, c.End))
+				}
+				key := "<nil>"
+				if c.Key != nil {
+					key = strconv.Quote(string(c.Key))
+				}
+				dst = fmt.Appendf(dst, "%s %v [%d,%d) ", key, c.Windowed, c.Start, c.End)
+				return result(dst, a)
+			}
+			Aggregate(f)
+		})
+		var p aggProcessor
+		out, err := p.resultCtx(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			`"\"k\" true [1000,2000) 6/3"`,
+			`"\"\" false [0,0) 1/1"`,
+			`error "panic: negative sum in [-5, 0)"`,
+			`error "bad accumulator: weir: accumulator of 1 bytes ends inside the 8-byte number at byte 0"`,
+		}
+		if got := describeValueFrame(t, out); !reflect.DeepEqual(got, want) {
+			t.Errorf("weir_agg_result_ctx: got %q\nwant %q", got, want)
+		}
+		if p.ctx.Key != nil {
+			t.Error("the processor keeps the last context's key, which aliases the frame")
+		}
+		out, err = p.result(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := describeValueFrame(t, out); !reflect.DeepEqual(got, []string{`"<nil> false [0,0) 6/3"`}) {
+			t.Errorf("weir_agg_result: got %q", got)
+		}
+	})
+
+	t.Run("Result only", func(t *testing.T) {
+		setAggregate(t, func() { Aggregate(sumFuncs()) })
+		var p aggProcessor
+		out, err := p.resultCtx(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{`"6/3"`, `"1/1"`, `error "negative sum"`,
+			`error "bad accumulator: weir: accumulator of 1 bytes ends inside the 8-byte number at byte 0"`}
+		if got := describeValueFrame(t, out); !reflect.DeepEqual(got, want) {
+			t.Errorf("weir_agg_result_ctx: got %q\nwant %q", got, want)
+		}
+	})
+
+	t.Run("no aggregate", func(t *testing.T) {
+		setAggregate(t, nil)
+		var p aggProcessor
+		out, err := p.resultCtx(ctxResultFrame(entry{AggContext{}, nil}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := describeValueFrame(t, out); !reflect.DeepEqual(got, []string{`error "plugin has no aggregate handler"`}) {
+			t.Errorf("got %q", got)
+		}
+	})
+}
+
 func TestAggregateCreate(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
 		setAggregate(t, func() {
@@ -520,6 +620,8 @@ func TestAggregateMalformedFrames(t *testing.T) {
 		{"merge: trailing", (*aggProcessor).merge, append(bytes.Clone(goodAccs), 0)},
 		{"result: count too large", (*aggProcessor).result, append([]byte{3, 0, 0, 0}, goodAccs[4:]...)},
 		{"result: no count", (*aggProcessor).result, []byte{1}},
+		{"result with context: plain accumulators", (*aggProcessor).resultCtx, abi.AppendAcc(abi.AppendAggCount(nil, 1), enc(sumAcc{}))},
+		{"result with context: trailing", (*aggProcessor).resultCtx, append(abi.AppendAccContext(abi.AppendAggCount(nil, 1), AggContext{}, enc(sumAcc{})), 0)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -541,7 +643,7 @@ func TestAggregateRegisterMisuse(t *testing.T) {
 	}{
 		{"nil Add", func(f *AggregateFuncs[sumAcc]) { f.Add = nil }, "weir: nil aggregate function: AggregateFuncs.Add is nil"},
 		{"nil Merge", func(f *AggregateFuncs[sumAcc]) { f.Merge = nil }, "weir: nil aggregate function: AggregateFuncs.Merge is nil"},
-		{"nil Result", func(f *AggregateFuncs[sumAcc]) { f.Result = nil }, "weir: nil aggregate function: AggregateFuncs.Result is nil"},
+		{"nil Result", func(f *AggregateFuncs[sumAcc]) { f.Result = nil }, "weir: nil aggregate function: AggregateFuncs.Result (and ResultCtx) is nil"},
 		{"nil Codec.Decode", func(f *AggregateFuncs[sumAcc]) { f.Codec.Decode = nil }, "weir: nil aggregate function: AggregateFuncs.Codec.Decode is nil"},
 		{"twice", func(f *AggregateFuncs[sumAcc]) { Aggregate(*f) }, "weir: aggregate function already registered"},
 	}
@@ -607,6 +709,7 @@ func TestAggregateZeroAllocs(t *testing.T) {
 	add := addFrame(group{enc(sumAcc{}), vals}, group{enc(sumAcc{1, 1}), vals[:3]})
 	merge := abi.AppendAcc(abi.AppendAcc(abi.AppendAggCount(nil, 1), enc(sumAcc{1, 2})), enc(sumAcc{3, 4}))
 	result := abi.AppendAcc(abi.AppendAggCount(nil, 1), enc(sumAcc{3, 4}))
+	resultCtx := abi.AppendAccContext(abi.AppendAggCount(nil, 1), AggContext{Key: []byte("k"), Windowed: true, End: 5}, enc(sumAcc{3, 4}))
 	calls := []struct {
 		name  string
 		call  func(*aggProcessor, []byte) ([]byte, error)
@@ -615,6 +718,7 @@ func TestAggregateZeroAllocs(t *testing.T) {
 		{"add", (*aggProcessor).add, add},
 		{"merge", (*aggProcessor).merge, merge},
 		{"result", (*aggProcessor).result, result},
+		{"result with context", (*aggProcessor).resultCtx, resultCtx},
 		{"create", func(p *aggProcessor, _ []byte) ([]byte, error) { return p.create() }, nil},
 	}
 	for _, c := range calls {

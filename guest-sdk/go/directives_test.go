@@ -34,6 +34,8 @@ func TestDirectivesMatchABI(t *testing.T) {
 		"exportAggAdd":    abi.ExportAggAdd,
 		"exportAggMerge":  abi.ExportAggMerge,
 		"exportAggResult": abi.ExportAggResult,
+
+		"exportAggResultCtx": abi.ExportAggResultCtx,
 	}
 	wantImports := map[string]string{
 		"hostLog":         abi.ImportModule + " " + abi.ImportLog,

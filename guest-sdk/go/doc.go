@@ -78,6 +78,24 @@
 // registered; a module with no typed function answers the host's
 // weir_fields call with nothing, and stays a raw module.
 //
+// TypedAggregate registers an aggregate whose Add reads a Row in the same
+// way: the functions and the Codec are those of Aggregate, but Add is
+// func(acc A, r *Row) (A, error). The host folds only the records that
+// pass the declaration:
+//
+//	func init() {
+//		weir.Fields(weir.FloatField("n", weir.Required|weir.Strict))
+//		weir.TypedAggregate(weir.TypedAggregateFuncs[avg]{
+//			Add: func(a avg, r *weir.Row) (avg, error) {
+//				n, _ := r.Float(0)
+//				return avg{a.sum + n, a.count + 1}, nil
+//			},
+//			Merge:  mergeAvg,
+//			Result: writeAvg,
+//			Codec:  avgCodec,
+//		})
+//	}
+//
 // # Aggregates
 //
 // Aggregate registers an aggregate, the equivalent of Flink's
@@ -86,7 +104,9 @@
 // sliding-window panes need it), and Result turns one into the output value.
 // Accumulators are typed in Go and stored by the host as bytes, through the
 // Codec given with the functions; the host keeps one per key and window.
-// Add's errors and panics reject just that record.
+// Add's errors and panics reject just that record. ResultCtx, set instead
+// of Result, is also given the group's AggContext: its key and window
+// bounds (the module exports weir_agg_result_ctx, ABI.md §12.5).
 //
 // # Records and lifetimes
 //

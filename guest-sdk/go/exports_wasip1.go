@@ -75,12 +75,13 @@ func exportFlatMap(ptr, n uint32) uint64 { return runBatch(abi.OpFlatMap, ptr, n
 func exportFilter(ptr, n uint32) uint64 { return runBatch(abi.OpFilter, ptr, n) }
 
 // The typed convention's exports (ABI.md §14). weir_fields returns the
-// empty region unless a typed function is registered: the module is then a
-// raw one, though it exports the typed entry points.
+// empty region unless a typed function (or a typed aggregate) is
+// registered: the module is then a raw one, though it exports the typed
+// entry points. weir_typed_agg_add is in typed_aggregate_wasip1.go.
 
 //go:wasmexport weir_fields
 func exportFields() uint64 {
-	d := typedDecl()
+	d := moduleFields()
 	if d == nil {
 		return abi.Pack(0, 0)
 	}
@@ -134,6 +135,13 @@ func exportAggMerge(ptr, n uint32) uint64 { return runAgg((*aggProcessor).merge,
 
 //go:wasmexport weir_agg_result
 func exportAggResult(ptr, n uint32) uint64 { return runAgg((*aggProcessor).result, ptr, n) }
+
+// exportAggResultCtx is weir_agg_result_ctx (ABI.md §12.5), which a host
+// that knows it calls instead of weir_agg_result: each result gets its
+// group's context (AggregateFuncs.ResultCtx).
+//
+//go:wasmexport weir_agg_result_ctx
+func exportAggResultCtx(ptr, n uint32) uint64 { return runAgg((*aggProcessor).resultCtx, ptr, n) }
 
 // exportOps reports the operations of the registered functions. The host
 // calls it after weir_init; the functions are registered in package init,

@@ -254,6 +254,11 @@ func (p *Patch) SetBool(path string, v bool) { p.begin().SetBool(path, v) }
 // SetString sets the field at path to the string s.
 func (p *Patch) SetString(path, s string) { p.begin().SetString(path, s) }
 
+// SetStringBytes sets the field at path to the string held in b, which
+// it copies: the way to write a string made in a reused buffer without
+// allocating.
+func (p *Patch) SetStringBytes(path string, b []byte) { p.begin().SetStringBytes(path, b) }
+
 // SetRaw sets the field at path to raw, which must be one JSON value.
 func (p *Patch) SetRaw(path string, raw []byte) { p.begin().SetRaw(path, raw) }
 

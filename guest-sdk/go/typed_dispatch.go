@@ -33,7 +33,7 @@ func (p *typedProc) run(op abi.Op, frame []byte) ([]byte, error) {
 	if op < abi.OpMap || op > abi.OpFilter {
 		return nil, fmt.Errorf("weir: unknown batch operation %v", op)
 	}
-	n, err := p.b.Reset(frame)
+	n, err := p.b.ResetShape(frame) // the host checked it as it wrote it
 	if err != nil {
 		return nil, err
 	}

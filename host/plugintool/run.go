@@ -45,11 +45,32 @@ type Output struct {
 // written.
 var Ops = []string{"map", "flat_map", "filter", "aggregate"}
 
+// Group is the group whose result an aggregate's Run computes, as the
+// result call tells it to a plugin that exports weir_agg_result_ctx
+// (ABI.md §12.5): Key, nil for none, and, when Window is set, the window
+// [Start, End) in milliseconds since the Unix epoch. The zero Group has
+// no key and no window. It is a plain value.
+type Group struct {
+	Key        []byte
+	Window     bool
+	Start, End int64
+}
+
 // Run builds (if path is a source folder), loads and initialises the
 // plugin at path with config, and runs the inputs through op: all in one
 // batch, with state in memory. Outputs come in input order. An error means
-// the plugin could not load or run at all.
+// the plugin could not load or run at all. An aggregate's result is the
+// zero Group's.
 func Run(ctx context.Context, path, op string, config []byte, inputs []Input, cacheDir string) ([]Output, error) {
+	return RunGroup(ctx, path, op, config, inputs, cacheDir, Group{})
+}
+
+// RunGroup is Run, with g the group an aggregate's result call is given:
+// its key and window. Other operations ignore g.
+func RunGroup(ctx context.Context, path, op string, config []byte, inputs []Input, cacheDir string, g Group) ([]Output, error) {
+	if g.Window && g.Start > g.End {
+		return nil, fmt.Errorf("window start %d is after its end %d", g.Start, g.End)
+	}
 	var aop abi.Op
 	switch op {
 	case "map":
@@ -93,7 +114,7 @@ func Run(ctx context.Context, path, op string, config []byte, inputs []Input, ca
 		recs[i] = record.Record{Key: in.Key, Value: in.Value, Origin: record.Origin{Source: "test", Partition: -1, Offset: int64(i)}}
 	}
 	if aop == abi.OpAggregate {
-		return runAggregate(ctx, w, recs)
+		return runAggregate(ctx, w, recs, g)
 	}
 	var out record.Output
 	if err := w.Process(ctx, recs, &out); err != nil {
@@ -111,8 +132,9 @@ func Run(ctx context.Context, path, op string, config []byte, inputs []Input, ca
 }
 
 // runAggregate adds the first half of recs to one accumulator and the rest
-// to another, merges them and returns the result, after the rejections.
-func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]Output, error) {
+// to another, merges them and returns the result of group g, after the
+// rejections.
+func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record, g Group) ([]Output, error) {
 	acc, err := w.AggCreate(ctx)
 	if err != nil {
 		return nil, err
@@ -136,7 +158,11 @@ func runAggregate(ctx context.Context, w *wasm.Worker, recs []record.Record) ([]
 	}
 	merged := out.Values[0].Value
 	out = wasm.AggOutput{}
-	if err := w.AggResult(ctx, [][]byte{merged}, &out); err != nil {
+	c := wasm.AggContext{Key: g.Key, Windowed: g.Window}
+	if g.Window {
+		c.Start, c.End = g.Start, g.End
+	}
+	if err := w.AggResult(ctx, [][]byte{merged}, []wasm.AggContext{c}, &out); err != nil {
 		return nil, err
 	}
 	v := out.Values[0]
@@ -182,13 +208,29 @@ type Case struct {
 
 // TestFile is a plugin test file (weir-test.jsonl): a header line
 // {"op":"map","config":{…}}, one line per case, and for an aggregate a
-// last line {"result":"…"}. It is a plain value, as ParseTestFile
-// returns it; Test only reads it.
+// last line {"result":"…"}. An aggregate's header may give the group
+// whose result it is (Group): "key", a string, and "window", [start, end]
+// in milliseconds since the Unix epoch. It is a plain value, as
+// ParseTestFile returns it; Test only reads it.
 type TestFile struct {
 	Op     string          `json:"op"`
 	Config json.RawMessage `json:"config,omitempty"`
+	Key    *string         `json:"key,omitempty"`
+	Window []int64         `json:"window,omitempty"`
 	Cases  []Case          `json:"-"`
 	Result *string         `json:"-"`
+}
+
+// group is the Group of f's aggregate result.
+func (f *TestFile) group() Group {
+	var g Group
+	if f.Key != nil {
+		g.Key = []byte(*f.Key)
+	}
+	if f.Window != nil {
+		g.Window, g.Start, g.End = true, f.Window[0], f.Window[1]
+	}
+	return g
 }
 
 // ParseTestFile reads a plugin test file, naming the line of any problem.
@@ -212,6 +254,16 @@ func ParseTestFile(r io.Reader) (*TestFile, error) {
 			}
 			if !slices.Contains(Ops, f.Op) {
 				return nil, fmt.Errorf("line %d: unknown op %q (want %s)", line, f.Op, strings.Join(Ops, ", "))
+			}
+			if f.Op != "aggregate" && (f.Key != nil || f.Window != nil) {
+				return nil, fmt.Errorf("line %d: \"key\" and \"window\" are for aggregate tests only", line)
+			}
+			switch w := f.Window; {
+			case w == nil:
+			case len(w) != 2:
+				return nil, fmt.Errorf("line %d: window: want [start, end], not %d numbers", line, len(w))
+			case w[0] > w[1]:
+				return nil, fmt.Errorf("line %d: window [%d, %d] starts after its end", line, w[0], w[1])
 			}
 			continue
 		}
@@ -272,7 +324,7 @@ func Test(ctx context.Context, path string, f *TestFile, cacheDir string) ([]Cas
 			ins[i].Key = []byte(*c.Key)
 		}
 	}
-	outs, err := Run(ctx, path, f.Op, f.Config, ins, cacheDir)
+	outs, err := RunGroup(ctx, path, f.Op, f.Config, ins, cacheDir, f.group())
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,10 @@ func TestParseTestFile(t *testing.T) {
 		{name: "result on a map", file: `{"op":"map"}` + "\n" + `{"result":"x"}`, wantErr: "line 2: a result line is for aggregate tests only"},
 		{name: "after the result", file: `{"op":"aggregate"}` + "\n" + `{"result":"x"}` + "\n" + `{"value":"1","want":[]}`, wantErr: "line 3: nothing may follow"},
 		{name: "aggregate without result", file: `{"op":"aggregate"}`, wantErr: "needs a last line"},
+		{name: "aggregate of a group", file: `{"op":"aggregate","key":"k","window":[1000,2000]}` + "\n" + `{"result":"1"}`},
+		{name: "group of a map", file: `{"op":"map","key":"k"}`, wantErr: `line 1: "key" and "window" are for aggregate tests only`},
+		{name: "window backwards", file: `{"op":"aggregate","window":[2,1]}` + "\n" + `{"result":"1"}`, wantErr: "line 1: window [2, 1] starts after its end"},
+		{name: "window of one bound", file: `{"op":"aggregate","window":[1]}` + "\n" + `{"result":"1"}`, wantErr: "line 1: window: want [start, end], not 1 numbers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

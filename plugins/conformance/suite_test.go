@@ -18,7 +18,7 @@ import (
 )
 
 // The cross-language conformance suite: every SDK's folder here (go/,
-// rust/, c/, assemblyscript/) holds the same seven plugins, and each must
+// rust/, c/, assemblyscript/) holds the same eight plugins, and each must
 // give, for the same inputs, exactly the outputs and error routing that
 // README.md specifies. wat/ holds hand-written modules, written from
 // abi/ABI.md alone, for the subset they implement.
@@ -45,8 +45,10 @@ type conformanceTest struct {
 	name, plugin, op, config string
 	cases                    []conformanceCase
 	// result, for aggregates: the result of merging the accumulators of
-	// the inputs' two halves.
+	// the inputs' two halves, for group, the key and window the result
+	// call is given (the zero Group: no key, no window).
 	result string
+	group  plugintool.Group
 }
 
 var conformanceTests = []conformanceTest{
@@ -119,11 +121,22 @@ var conformanceTests = []conformanceTest{
 		{v(`not json`), want("error:")},
 	}},
 	{name: "average of nothing", plugin: "average", op: "aggregate", result: `{"avg":null,"count":0}`},
+	{name: "window_info", plugin: "window_info", op: "aggregate",
+		group:  plugintool.Group{Key: []byte("k"), Window: true, Start: 1436918400000, End: 1436918410000},
+		result: `{"key":"k","start":1436918400000,"end":1436918410000,"count":3}`,
+		cases:  []conformanceCase{{v(`{"n":1}`), nil}, {v("not json"), nil}, {kv("other", ""), nil}}},
+	{name: "window_info of an odd key", plugin: "window_info", op: "aggregate",
+		group:  plugintool.Group{Key: []byte("q\"é\\"), Window: true, Start: -5000, End: 0},
+		result: `{"key":"q\"é\\","start":-5000,"end":0,"count":0}`},
+	{name: "window_info of the empty key", plugin: "window_info", op: "aggregate",
+		group:  plugintool.Group{Key: []byte{}, Window: true, Start: 7, End: 7},
+		result: `{"key":"","start":7,"end":7,"count":1}`, cases: []conformanceCase{{v("x"), nil}}},
+	{name: "window_info without a window", plugin: "window_info", op: "aggregate",
+		result: `{"key":null,"start":null,"end":null,"count":2}`, cases: []conformanceCase{{v("a"), nil}, {v("b"), nil}}},
 }
 
 // typedTests are the cases of the typed-convention plugins (ABI.md §14),
-// which only some folders have (wat/ for now): a folder without the
-// plugin skips its cases. Rejections at field extraction are the host's,
+// which every SDK has; wat/ has some of them. Rejections at field extraction are the host's,
 // and the same for every language.
 var typedTests = []conformanceTest{
 	{name: "typed_double", plugin: "typed_double", op: "map", cases: []conformanceCase{
@@ -142,6 +155,21 @@ var typedTests = []conformanceTest{
 		{v(`{"cost":12}`), want("error: price is missing")},
 		{v(`[12]`), want("error: price is missing")},
 		{v(`{"price":`), want("error:")},
+	}},
+	{name: "typed_uppercase", plugin: "typed_uppercase", op: "map", cases: []conformanceCase{
+		{v(`{"name":"ada","n":1}`), want(`{"name":"ADA","n":1}`)},
+		{v(`{ "id" : 7 , "name" : "Grace Hopper" }`), want(`{ "id" : 7 , "name" : "GRACE HOPPER" }`)},
+		{v(`{"name":"caf\u00e9 \"x\""}`), want(`{"name":"CAFé \"X\""}`)},
+		{v(`{"name":"a","name":"b"}`), want(`{"name":"a","name":"B"}`)},
+		{v(`{"name":"tab\there"}`), want(`{"name":"TAB\tHERE"}`)},
+		{v(`{"n":1}`), want(`error: field "name": missing`)},
+		{v(`{"name":null}`), want(`error: field "name": null`)},
+		{v(`{"name":5}`), want(`error: field "name": want string, found number`)},
+		{v(`not json`), want("error:")},
+	}},
+	{name: "typed_uppercase configured", plugin: "typed_uppercase", op: "map", config: `{"field":"city"}`, cases: []conformanceCase{
+		{v(`{"name":"ada","city":"london"}`), want(`{"name":"ada","city":"LONDON"}`)},
+		{v(`{"name":"ada"}`), want(`error: field "city": missing`)},
 	}},
 	{name: "keep_active", plugin: "keep_active", op: "filter", cases: []conformanceCase{
 		{v(`{"active":true,"id":1}`), want(`{"active":true,"id":1}`)},
@@ -226,17 +254,21 @@ func TestConformance(t *testing.T) {
 					}
 				})
 			}
-			runTyped(t, have)
+			runTyped(t, have, true)
 		})
 	}
 }
 
-// runTyped runs typedTests for the plugins of have that implement them.
-func runTyped(t *testing.T, have map[string]string) {
+// runTyped runs typedTests for the plugins of have, which must have every
+// one when all is set, and otherwise only some.
+func runTyped(t *testing.T, have map[string]string, all bool) {
 	for _, tc := range typedTests {
 		t.Run(tc.name, func(t *testing.T) {
 			path, ok := have[tc.plugin]
-			if !ok {
+			switch {
+			case !ok && all:
+				t.Fatalf("no %s plugin", tc.plugin)
+			case !ok:
 				t.Skipf("no %s plugin", tc.plugin)
 			}
 			runConformance(t, path, tc)
@@ -263,7 +295,7 @@ func TestConformanceWAT(t *testing.T) {
 			t.Errorf("no hand-written %s module in wat/", name)
 		}
 	}
-	runTyped(t, have)
+	runTyped(t, have, false)
 }
 
 // opsTests load plugins as operators of each kind: a plugin used as an
@@ -338,7 +370,7 @@ func runConformance(t *testing.T, path string, tc conformanceTest) {
 		}
 		ins = append(ins, in)
 	}
-	outs, err := plugintool.Run(context.Background(), path, tc.op, []byte(tc.config), ins, "")
+	outs, err := plugintool.RunGroup(context.Background(), path, tc.op, []byte(tc.config), ins, "", tc.group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,7 @@ func groups() []group {
 			str("EXPORT_AGG_ADD", "abi.ExportAggAdd", abi.ExportAggAdd),
 			str("EXPORT_AGG_MERGE", "abi.ExportAggMerge", abi.ExportAggMerge),
 			str("EXPORT_AGG_RESULT", "abi.ExportAggResult", abi.ExportAggResult),
+			str("EXPORT_AGG_RESULT_CTX", "abi.ExportAggResultCtx", abi.ExportAggResultCtx),
 			str("EXPORT_OPS", "abi.ExportOps", abi.ExportOps),
 			str("EXPORT_GC", "abi.ExportGC", abi.ExportGC),
 			str("EXPORT_INITIALIZE", "abi.ExportInitialize", abi.ExportInitialize),
@@ -116,6 +117,9 @@ func groups() []group {
 		{"The statuses of a value output frame's entries (ABI.md §12.4).", []constant{
 			num("AGG_OK", "abi.AggOK", tU8, abi.AggOK),
 			num("AGG_ERROR", "abi.AggError", tU8, abi.AggError),
+		}},
+		{"The flags byte of an accumulator's context in a weir_agg_result_ctx frame (ABI.md §12.5): the group is a window's.", []constant{
+			num("AGG_CONTEXT_WINDOWED", "abi.AggContextWindowed", tU8, abi.AggContextWindowed),
 		}},
 		{"The bits of the weir_ops export's answer, one per operation (ABI.md §4.1).", []constant{
 			num("OP_MAP", "abi.OpMap.Bit()", tU32, abi.OpMap.Bit()),

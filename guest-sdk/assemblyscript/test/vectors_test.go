@@ -1,6 +1,8 @@
 // Package astest runs the AssemblyScript SDK's tests: json_vectors.ts,
-// the JSON test vectors every weir SDK shares, built with the SDK's own
-// compiler and plugin options and run under wazero, as plugins run.
+// the JSON test vectors every weir SDK shares, and typed.ts, the typed
+// convention's Row reader and Patch writer (typed_test.go), built with the
+// SDK's own compiler and plugin options and run under wazero, as plugins
+// run.
 package astest
 
 import (
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -21,12 +24,16 @@ import (
 
 const vectorsFile = "../../../abi/testdata/json-vectors.json"
 
-// build compiles the test module with the SDK's asc (or $WEIR_ASC),
-// skipping the test when the toolchain (scripts/install-toolchains.sh) is
-// not installed, or failing it where toolchains are required.
-func build(t *testing.T) []byte {
+// build compiles the test module of the asc config file config with the
+// SDK's asc (or $WEIR_ASC), skipping the test when the toolchain
+// (scripts/install-toolchains.sh) is not installed, or failing it where
+// toolchains are required.
+func build(t *testing.T, config string) []byte {
 	t.Helper()
 	weirtest.NeedToolchain(t, "assemblyscript")
+	if wasm, ok := built[config]; ok {
+		return wasm
+	}
 	asc, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin", "asc"))
 	if err != nil {
 		t.Fatal(err)
@@ -34,51 +41,36 @@ func build(t *testing.T) []byte {
 	if _, err := os.Stat(asc); err != nil {
 		asc = os.Getenv("WEIR_ASC")
 	}
-	out := filepath.Join(t.TempDir(), "json_vectors.wasm")
-	cmd := exec.Command(asc, "--config", "asconfig.json", "-o", out)
+	out := filepath.Join(t.TempDir(), "test.wasm")
+	cmd := exec.Command(asc, "--config", config, "-o", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("asc --config test/asconfig.json: %v\n%s", err, b)
+		t.Fatalf("asc --config test/%s: %v\n%s", config, err, b)
 	}
 	wasm, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	built[config] = wasm
 	return wasm
 }
+
+// built holds the modules build compiled, by config file: the tests, which
+// do not run in parallel, build each once.
+var built = map[string][]byte{}
 
 func TestJSONVectors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds with asc: skipped with -short")
 	}
-	wasm := build(t)
 	vectors, err := os.ReadFile(vectorsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
-	var aborted string
-	_, err = rt.NewHostModuleBuilder("env").NewFunctionBuilder().
-		WithFunc(func(_ context.Context, m api.Module, msg, file, line, col uint32) {
-			aborted = fmt.Sprintf("(abort at line %d, column %d)", line, col)
-			panic(aborted)
-		}).Export("abort").Instantiate(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	compiled, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkExports(t, compiled)
-	mod, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig())
-	if err != nil {
-		t.Fatalf("instantiating: %v %s", err, aborted)
-	}
-	// The SDK builds reactors: the host runs _initialize first (ABI.md §4).
-	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(ctx); err != nil {
-		t.Fatalf("%s: %v %s", abi.ExportInitialize, err, aborted)
+	mod, aborted := instantiate(t, build(t, "asconfig.json"))
+	// A module that registers no typed function stays a raw one (ABI.md §14).
+	if res := call(t, mod, aborted, abi.ExportFields); res != 0 {
+		t.Errorf("%s = %#x, want the empty region: the module registers no typed function", abi.ExportFields, res)
 	}
 	res, err := mod.ExportedFunction("vectorsAlloc").Call(ctx, uint64(len(vectors)))
 	if err != nil {
@@ -87,11 +79,7 @@ func TestJSONVectors(t *testing.T) {
 	if !mod.Memory().Write(uint32(res[0]), vectors) {
 		t.Fatal("vectorsAlloc's region is outside memory")
 	}
-	res, err = mod.ExportedFunction("vectorsRun").Call(ctx)
-	if err != nil {
-		t.Fatalf("vectorsRun: %v %s", err, aborted)
-	}
-	ptr, n := abi.Unpack(res[0])
+	ptr, n := abi.Unpack(call(t, mod, aborted, "vectorsRun"))
 	report, ok := mod.Memory().Read(ptr, n)
 	if !ok {
 		t.Fatal("the report is outside memory")
@@ -115,7 +103,9 @@ func checkExports(t *testing.T, m wazero.CompiledModule) {
 	t.Helper()
 	got := m.ExportedFunctions()
 	want := []string{abi.ExportVersion, abi.ExportAlloc, abi.ExportInit, abi.ExportMap, abi.ExportFlatMap,
-		abi.ExportFilter, abi.ExportOps, abi.ExportGC, abi.ExportInitialize}
+		abi.ExportFilter, abi.ExportOps, abi.ExportGC, abi.ExportInitialize,
+		abi.ExportFields, abi.ExportTypedMap, abi.ExportTypedFlatMap, abi.ExportTypedFilter, abi.ExportTypedAggAdd,
+		abi.ExportAggResultCtx}
 	want = append(want, abi.AggregateExports[:]...)
 	known := map[string]bool{}
 	for _, name := range want {
@@ -129,4 +119,67 @@ func checkExports(t *testing.T, m wazero.CompiledModule) {
 			t.Errorf("exports.ts exports %s, which is not an ABI export", name)
 		}
 	}
+}
+
+// instantiate compiles and instantiates a test module, checking its
+// exports, and runs its _initialize (the SDK builds reactors: the host
+// runs it first, ABI.md §4). The module's runtime is closed with the test.
+// aborted holds the message of the last env.abort.
+func instantiate(t *testing.T, wasm []byte) (mod api.Module, aborted *string) {
+	t.Helper()
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
+	aborted = new(string)
+	_, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().
+		WithFunc(func(_ context.Context, m api.Module, msg, file, line, col uint32) {
+			*aborted = fmt.Sprintf("(abort: %q at line %d, column %d)", asString(m, msg), line, col)
+			panic(*aborted)
+		}).Export("abort").Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkExports(t, compiled)
+	mod, err = rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig())
+	if err != nil {
+		t.Fatalf("instantiating: %v %s", err, *aborted)
+	}
+	call(t, mod, aborted, abi.ExportInitialize)
+	return mod, aborted
+}
+
+// call calls the module's export name with args and returns its result
+// (0 for none), failing the test when it traps.
+func call(t *testing.T, mod api.Module, aborted *string, name string, args ...uint64) uint64 {
+	t.Helper()
+	res, err := mod.ExportedFunction(name).Call(context.Background(), args...)
+	if err != nil {
+		t.Fatalf("%s: %v %s", name, err, *aborted)
+	}
+	if len(res) == 0 {
+		return 0
+	}
+	return res[0]
+}
+
+// asString reads the AssemblyScript string at ptr (UTF-16, its byte
+// length in the 4 bytes before it), for abort messages.
+func asString(m api.Module, ptr uint32) string {
+	n, ok := m.Memory().ReadUint32Le(ptr - 4)
+	if !ok || ptr == 0 {
+		return ""
+	}
+	b, ok := m.Memory().Read(ptr, n)
+	if !ok {
+		return ""
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+	}
+	return string(utf16.Decode(u))
 }

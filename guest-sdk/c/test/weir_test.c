@@ -531,6 +531,91 @@ static void test_ops(void) {
 /* The typed convention's tests (ABI section 14), in their own file. */
 #include "typed_test.c"
 
+/* ---------------------------------------------------------------------- */
+/* Aggregate results with their context (ABI section 12.5)                 */
+
+/* ctx_result writes "<key> <start>-<end> <acc>", "-" for no key and no
+ * window, or fails for the accumulator "bad", or gives null for "null". */
+static const char *ctx_result(weir_bytes acc, const weir_agg_context *c, weir_buf *dst, bool *null) {
+    if (acc.len == 3 && memcmp(acc.ptr, "bad", 3) == 0)
+        return weir_fmt("bad accumulator in [%lld, %lld)", (long long)c->start, (long long)c->end);
+    if (acc.len == 4 && memcmp(acc.ptr, "null", 4) == 0) {
+        *null = true;
+        return NULL;
+    }
+    if (c->key.ptr)
+        weir_buf_append(dst, c->key.ptr, c->key.len);
+    else
+        weir_buf_str(dst, "-");
+    char win[64];
+    if (c->windowed)
+        snprintf(win, sizeof win, " %lld-%lld ", (long long)c->start, (long long)c->end);
+    else
+        snprintf(win, sizeof win, " - ");
+    weir_buf_str(dst, win);
+    weir_buf_append(dst, acc.ptr, acc.len);
+    return NULL;
+}
+
+/* plain_result writes the accumulator as it is. */
+static const char *plain_result(weir_bytes acc, weir_buf *dst, bool *null) {
+    (void)null;
+    weir_buf_append(dst, acc.ptr, acc.len);
+    return NULL;
+}
+
+/* ctx_entry appends an entry of a result context frame; key NULL for none,
+ * windowed when start <= end. */
+static void ctx_entry(weir_buf *b, const char *key, bool windowed, int64_t start, int64_t end, const char *acc) {
+    if (key)
+        bstr(b, key);
+    else
+        b32(b, WEIR_ABSENT);
+    b8(b, windowed ? WEIR_AGG_CONTEXT_WINDOWED : 0);
+    weir_buf_le_i64(b, windowed ? start : 0);
+    weir_buf_le_i64(b, windowed ? end : 0);
+    bstr(b, acc);
+}
+
+static void ok_value(weir_buf *b, const char *v) { b8(b, WEIR_AGG_OK), bstr(b, v); }
+
+static void test_agg_result_ctx(void) {
+    weir_buf in = {0}, want = {0};
+    b32(&in, 5);
+    ctx_entry(&in, "k", true, 1000, 2000, "3");
+    ctx_entry(&in, "", true, -5, -5, "0");
+    ctx_entry(&in, NULL, false, 0, 0, "7");
+    ctx_entry(&in, "k", true, 0, 10, "bad");
+    ctx_entry(&in, NULL, true, 0, 10, "null");
+    b32(&want, 5);
+    ok_value(&want, "k 1000-2000 3");
+    ok_value(&want, " -5--5 0");
+    ok_value(&want, "- - 7");
+    b8(&want, WEIR_AGG_ERROR), bstr(&want, "bad accumulator in [0, 10)");
+    b8(&want, WEIR_AGG_OK), b32(&want, WEIR_ABSENT);
+    CHECK_FRAME(weir__agg_results_frame(in.data, in.len, true, NULL, ctx_result), want.data, want.len,
+                "result context frame, context function");
+
+    /* A plain result function ignores the contexts. */
+    want.len = 0;
+    b32(&want, 5);
+    ok_value(&want, "3"), ok_value(&want, "0"), ok_value(&want, "7"), ok_value(&want, "bad"), ok_value(&want, "null");
+    CHECK_FRAME(weir__agg_results_frame(in.data, in.len, true, plain_result, NULL), want.data, want.len,
+                "result context frame, plain function");
+
+    /* A result frame (a host without weir_agg_result_ctx): empty contexts. */
+    in.len = 0;
+    b32(&in, 1);
+    bstr(&in, "9");
+    want.len = 0;
+    b32(&want, 1);
+    ok_value(&want, "- - 9");
+    CHECK_FRAME(weir__agg_results_frame(in.data, in.len, false, NULL, ctx_result), want.data, want.len,
+                "result frame, context function");
+    weir_buf_free(&in);
+    weir_buf_free(&want);
+}
+
 int main(void) {
     test_ops();
     test_get();
@@ -541,6 +626,7 @@ int main(void) {
     test_fast_matches_slow();
     test_vectors();
     test_typed();
+    test_agg_result_ctx();
     if (failures) {
         fprintf(stderr, "FAIL: %d failures\n", failures);
         return 1;

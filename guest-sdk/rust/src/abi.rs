@@ -28,6 +28,8 @@ pub const EXPORT_AGG_ADD: &str = "weir_agg_add";
 pub const EXPORT_AGG_MERGE: &str = "weir_agg_merge";
 /// `abi.ExportAggResult`.
 pub const EXPORT_AGG_RESULT: &str = "weir_agg_result";
+/// `abi.ExportAggResultCtx`.
+pub const EXPORT_AGG_RESULT_CTX: &str = "weir_agg_result_ctx";
 /// `abi.ExportOps`.
 pub const EXPORT_OPS: &str = "weir_ops";
 /// `abi.ExportGC`.
@@ -125,6 +127,11 @@ pub const FLAG_HEADERS: u8 = 4;
 pub const AGG_OK: u8 = 0;
 /// `abi.AggError`.
 pub const AGG_ERROR: u8 = 1;
+
+// The flags byte of an accumulator's context in a weir_agg_result_ctx frame
+// (ABI.md §12.5): the group is a window's.
+/// `abi.AggContextWindowed`.
+pub const AGG_CONTEXT_WINDOWED: u8 = 1;
 
 // The bits of the weir_ops export's answer, one per operation (ABI.md §4.1).
 /// `abi.OpMap.Bit()`.
@@ -281,6 +288,9 @@ macro_rules! __weir_export_name {
     };
     (agg_result) => {
         "weir_agg_result"
+    };
+    (agg_result_ctx) => {
+        "weir_agg_result_ctx"
     };
     (ops) => {
         "weir_ops"

@@ -39,6 +39,11 @@ impl<'a> Reader<'a> {
         Reader { b, off: 0 }
     }
 
+    /// The offset of the next byte to read.
+    pub(crate) fn offset(&self) -> usize {
+        self.off
+    }
+
     fn err(&self, what: &'static str) -> FrameError {
         FrameError { offset: self.off, what }
     }
@@ -101,6 +106,30 @@ impl<'a> Reader<'a> {
             return Ok(None);
         }
         self.take(n as usize, what).map(Some)
+    }
+
+    /// The context of an entry of a result context frame (ABI section
+    /// 12.5): the key, the flags and the window bounds, checked as the Go
+    /// decoder checks them (no unknown flag, no bounds without a window,
+    /// start <= end).
+    pub(crate) fn agg_context(&mut self) -> Result<crate::AggContext<'a>, FrameError> {
+        let key = self.opt_bytes("key")?;
+        let at = self.off;
+        let flags = self.take(1, "context flags")?[0];
+        let start = self.i64("window start")?;
+        let end = self.i64("window end")?;
+        let windowed = flags & crate::abi::AGG_CONTEXT_WINDOWED != 0;
+        let bad = |what| Err(FrameError { offset: at, what });
+        if flags & !crate::abi::AGG_CONTEXT_WINDOWED != 0 {
+            return bad("unknown context flags");
+        }
+        if !windowed && (start != 0 || end != 0) {
+            return bad("window bounds in a context that is not windowed");
+        }
+        if start > end {
+            return bad("window start after its end");
+        }
+        Ok(crate::AggContext { key, window: if windowed { Some((start, end)) } else { None } })
     }
 
     /// An accumulator: a u32 length and that many bytes, never absent.

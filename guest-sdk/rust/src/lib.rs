@@ -51,6 +51,37 @@
 //! only the record that panics is lost, at the price of a new instance.
 //! Return errors for bad data; keep panics for bugs.
 //!
+//! # Typed fields
+//!
+//! With the typed convention (ABI section 14) the plugin declares the JSON
+//! fields it reads, [`declare_field`], and registers typed functions
+//! ([`register_typed_map`], [`register_typed_flat_map`],
+//! [`register_typed_filter`], [`register_typed_aggregate`]): the host
+//! extracts the fields natively and passes the batch column by column, and
+//! the function reads them from a [`Row`], with no JSON to parse, and
+//! answers with a [`Patch`], which the host applies to the record's bytes:
+//!
+//! ```no_run
+//! use weir::{Config, Error, Field, Patch, Row};
+//!
+//! fn init(_: &Config) -> Result<(), Error> {
+//!     let price = weir::declare_field(Field::int("price").strict());
+//!     weir::register_typed_map(move |r: &Row, p: &mut Patch| {
+//!         let v = r.int(price).ok_or_else(|| weir::error!("price is {}", r.status(price)))?;
+//!         p.set_int("price", v.checked_mul(2).ok_or("price overflows")?);
+//!         Ok(())
+//!     });
+//!     Ok(())
+//! }
+//!
+//! weir::plugin!(init);
+//! ```
+//!
+//! The module exports the typed entry points whatever init registers;
+//! `weir_fields` answers with the declaration only when a typed function is
+//! registered, so a plugin without one stays a raw plugin. A kind has one
+//! function, raw or typed.
+//!
 //! # Records and lifetimes
 //!
 //! A [`Record`]'s slices borrow the batch the host wrote into guest memory:
@@ -73,10 +104,15 @@ mod frame;
 mod host;
 pub mod json;
 mod output;
+mod patch;
 mod record;
+mod row;
 mod runtime;
 mod state;
 pub mod testing;
+mod testing_typed;
+mod typed;
+mod typed_dispatch;
 
 #[cfg(feature = "serde_json")]
 mod serde_support;
@@ -84,9 +120,15 @@ mod serde_support;
 pub use acc::{append_bytes, append_f64, append_i64, append_u64, AccDecoder, AccError};
 pub use frame::FrameError;
 pub use output::{Emitter, Output, ValueBuf};
+pub use patch::{Patch, PatchEmitter};
 pub use record::{HeaderIter, Headers, Record};
-pub use runtime::{register_aggregate, register_filter, register_flat_map, register_map, Aggregate};
+pub use row::Row;
+pub use runtime::{
+    declare_field, register_aggregate, register_filter, register_flat_map, register_map, register_typed_aggregate,
+    register_typed_filter, register_typed_flat_map, register_typed_map, AggContext, Aggregate, TypedAggregate,
+};
 pub use state::{append_state_key, status_text, ListState, MapState, StateError, StateKind, ValueState};
+pub use typed::{Field, FieldStatus, FieldType};
 
 use std::borrow::Cow;
 use std::fmt;
@@ -322,6 +364,11 @@ macro_rules! plugin {
                 $crate::__rt::agg_result(ptr, len)
             }
 
+            #[export_name = $crate::__weir_export_name!(agg_result_ctx)]
+            pub extern "C" fn weir_agg_result_ctx(ptr: u32, len: u32) -> u64 {
+                $crate::__rt::agg_result_ctx(ptr, len)
+            }
+
             #[export_name = $crate::__weir_export_name!(ops)]
             pub extern "C" fn weir_ops() -> u32 {
                 $crate::__rt::ops()
@@ -331,6 +378,31 @@ macro_rules! plugin {
             pub extern "C" fn weir_gc() {
                 $crate::__rt::gc()
             }
+
+            #[export_name = $crate::__weir_export_name!(fields)]
+            pub extern "C" fn weir_fields() -> u64 {
+                $crate::__rt::fields()
+            }
+
+            #[export_name = $crate::__weir_export_name!(typed_map)]
+            pub extern "C" fn weir_typed_map(ptr: u32, len: u32) -> u64 {
+                $crate::__rt::typed_batch($crate::__rt::Op::Map, ptr, len)
+            }
+
+            #[export_name = $crate::__weir_export_name!(typed_flat_map)]
+            pub extern "C" fn weir_typed_flat_map(ptr: u32, len: u32) -> u64 {
+                $crate::__rt::typed_batch($crate::__rt::Op::FlatMap, ptr, len)
+            }
+
+            #[export_name = $crate::__weir_export_name!(typed_filter)]
+            pub extern "C" fn weir_typed_filter(ptr: u32, len: u32) -> u64 {
+                $crate::__rt::typed_batch($crate::__rt::Op::Filter, ptr, len)
+            }
+
+            #[export_name = $crate::__weir_export_name!(typed_agg_add)]
+            pub extern "C" fn weir_typed_agg_add(ptr: u32, len: u32) -> u64 {
+                $crate::__rt::typed_agg_add(ptr, len)
+            }
         };
     };
 }
@@ -339,7 +411,7 @@ macro_rules! plugin {
 #[doc(hidden)]
 pub mod __rt {
     pub use crate::runtime::Op;
-    use crate::runtime;
+    use crate::runtime::{self, AggCall};
     use std::cell::RefCell;
 
     thread_local! {
@@ -441,17 +513,38 @@ pub mod __rt {
 
     /// weir_agg_merge.
     pub fn agg_merge(ptr: u32, len: u32) -> u64 {
-        input(ptr, len, |frame| runtime::run_agg_values(frame, true, packed))
+        input(ptr, len, |frame| runtime::run_agg_values(frame, AggCall::Merge, packed))
     }
 
-    /// weir_agg_result.
+    /// weir_agg_result: each result with an empty context.
     pub fn agg_result(ptr: u32, len: u32) -> u64 {
-        input(ptr, len, |frame| runtime::run_agg_values(frame, false, packed))
+        input(ptr, len, |frame| runtime::run_agg_values(frame, AggCall::Result, packed))
+    }
+
+    /// weir_agg_result_ctx (ABI section 12.5): each result with its
+    /// group's context.
+    pub fn agg_result_ctx(ptr: u32, len: u32) -> u64 {
+        input(ptr, len, |frame| runtime::run_agg_values(frame, AggCall::ResultCtx, packed))
     }
 
     /// weir_ops: the kinds registered by the last init.
     pub fn ops() -> u32 {
         runtime::ops()
+    }
+
+    /// weir_fields: the declaration, or the empty region for a raw plugin.
+    pub fn fields() -> u64 {
+        runtime::run_fields(|d| if d.is_empty() { 0 } else { pack(d.as_ptr(), d.len()) })
+    }
+
+    /// weir_typed_map, weir_typed_flat_map, weir_typed_filter.
+    pub fn typed_batch(op: Op, ptr: u32, len: u32) -> u64 {
+        input(ptr, len, |frame| runtime::run_typed_batch(op, frame, packed))
+    }
+
+    /// weir_typed_agg_add.
+    pub fn typed_agg_add(ptr: u32, len: u32) -> u64 {
+        input(ptr, len, |frame| runtime::run_typed_agg_add(frame, packed))
     }
 
     /// weir_gc.

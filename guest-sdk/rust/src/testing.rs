@@ -16,6 +16,27 @@
 //! assert_eq!(out, vec![Entry::Keep(1)]);
 //! ```
 //!
+//! Typed functions (ABI section 14) run the same way, on rows of field
+//! values ([`run_typed`]):
+//!
+//! ```
+//! use weir::testing::{self, Cell, Op, PatchOp, TypedEntry, TypedInput};
+//! use weir::Field;
+//!
+//! fn init(_: &weir::Config) -> Result<(), weir::Error> {
+//!     let n = weir::declare_field(Field::int("n"));
+//!     weir::register_typed_map(move |r, p| {
+//!         p.set_int("n", r.int(n).ok_or("no n")? + 1);
+//!         Ok(())
+//!     });
+//!     Ok(())
+//! }
+//!
+//! testing::init("{}", init).unwrap();
+//! let out = testing::run_typed(Op::Map, &[TypedInput::new(vec![Cell::Int(1)]), TypedInput::new(vec![Cell::Null])]);
+//! assert_eq!(out, vec![TypedEntry::patch(0, vec![PatchOp::set("n", Cell::Int(2))]), TypedEntry::error(1, "no n")]);
+//! ```
+//!
 //! Off wasm, state lives in one per-thread map shared by every record key
 //! ([`state`], [`clear_state`]) and log lines are collected ([`logs`]).
 //! Registrations and buffers are per thread too, so tests may run in
@@ -24,7 +45,11 @@
 use crate::frame::{self, put_opt, put_u32, FrameError, Reader};
 pub use crate::runtime::Op;
 use crate::runtime;
-use crate::{Config, Error};
+pub use crate::testing_typed::{
+    decode_typed_output, fields, run_typed, run_typed_frame, typed_add_frame, typed_agg_add, typed_batch_frame, Cell,
+    PatchEntry, PatchOp, TypedEntry, TypedInput,
+};
+use crate::{AggContext, Config, Error};
 
 /// One input record.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -188,28 +213,30 @@ pub fn agg_add(groups: &[(Vec<u8>, Vec<Input>)]) -> Vec<GroupAnswer> {
         put_u32(&mut b, recs.len() as u32);
         put_records(&mut b, recs);
     }
-    runtime::run_agg_add(&b, |out| {
-        let out = out.expect("add frame");
-        let mut rd = Reader::new(out);
-        let n = rd.u32("group count").unwrap();
-        let mut res = Vec::new();
-        for _ in 0..n {
-            let ne = rd.u32("error count").unwrap();
-            let mut errs = Vec::new();
-            for _ in 0..ne {
-                let i = rd.u32("index").unwrap();
-                let m = rd.opt_bytes("message").unwrap().unwrap_or(&[]);
-                errs.push((i, String::from_utf8_lossy(m).into_owned()));
-            }
-            res.push((errs, rd.acc().unwrap().to_vec()));
-        }
-        rd.end().unwrap();
-        res
-    })
+    runtime::run_agg_add(&b, |out| decode_add_output(out.expect("add frame")))
 }
 
-fn values(frame: &[u8], merge: bool) -> Vec<Result<Option<Vec<u8>>, String>> {
-    runtime::run_agg_values(frame, merge, |out| {
+/// Decodes an add output frame (ABI 12.2); panics if it is malformed.
+pub(crate) fn decode_add_output(out: &[u8]) -> Vec<GroupAnswer> {
+    let mut rd = Reader::new(out);
+    let n = rd.u32("group count").unwrap();
+    let mut res = Vec::new();
+    for _ in 0..n {
+        let ne = rd.u32("error count").unwrap();
+        let mut errs = Vec::new();
+        for _ in 0..ne {
+            let i = rd.u32("index").unwrap();
+            let m = rd.opt_bytes("message").unwrap().unwrap_or(&[]);
+            errs.push((i, String::from_utf8_lossy(m).into_owned()));
+        }
+        res.push((errs, rd.acc().unwrap().to_vec()));
+    }
+    rd.end().unwrap();
+    res
+}
+
+fn values(frame: &[u8], call: runtime::AggCall) -> Vec<Result<Option<Vec<u8>>, String>> {
+    runtime::run_agg_values(frame, call, |out| {
         let mut rd = Reader::new(out.expect("value frame"));
         let n = rd.u32("count").unwrap();
         let mut res = Vec::new();
@@ -234,7 +261,7 @@ pub fn agg_merge(pairs: &[(Vec<u8>, Vec<u8>)]) -> Vec<Result<Vec<u8>, String>> {
         put_opt(&mut b, Some(a));
         put_opt(&mut b, Some(c));
     }
-    values(&b, true).into_iter().map(|r| r.map(|v| v.unwrap_or_default())).collect()
+    values(&b, runtime::AggCall::Merge).into_iter().map(|r| r.map(|v| v.unwrap_or_default())).collect()
 }
 
 /// weir_agg_result over accumulators: the results (None: absent), or
@@ -245,7 +272,38 @@ pub fn agg_result(accs: &[Vec<u8>]) -> Vec<Result<Option<Vec<u8>>, String>> {
     for a in accs {
         put_opt(&mut b, Some(a));
     }
-    values(&b, false)
+    values(&b, runtime::AggCall::Result)
+}
+
+/// weir_agg_result_ctx over accumulators, each with its group's context
+/// (ABI section 12.5): the results (None: absent), or errors.
+pub fn agg_result_ctx(accs: &[(AggContext<'_>, Vec<u8>)]) -> Vec<Result<Option<Vec<u8>>, String>> {
+    values(&result_ctx_frame(accs), runtime::AggCall::ResultCtx)
+}
+
+/// The result context frame (ABI section 12.5) of accumulators with their
+/// contexts.
+pub fn result_ctx_frame(accs: &[(AggContext<'_>, Vec<u8>)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_u32(&mut b, accs.len() as u32);
+    for (c, a) in accs {
+        put_opt(&mut b, c.key);
+        let (flags, (start, end)) = match c.window {
+            Some(w) => (crate::abi::AGG_CONTEXT_WINDOWED, w),
+            None => (0, (0, 0)),
+        };
+        b.push(flags);
+        b.extend_from_slice(&start.to_le_bytes());
+        b.extend_from_slice(&end.to_le_bytes());
+        put_opt(&mut b, Some(a));
+    }
+    b
+}
+
+/// Runs a raw result context frame through weir_agg_result_ctx: the
+/// output frame, or the frame error (a malformed frame traps in a module).
+pub fn run_agg_result_ctx_frame(frame: &[u8]) -> Result<Vec<u8>, crate::FrameError> {
+    runtime::run_agg_values(frame, runtime::AggCall::ResultCtx, |out| out.map(|o| o.to_vec()))
 }
 
 /// Empties the native state store.

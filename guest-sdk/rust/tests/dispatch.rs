@@ -1,7 +1,7 @@
 //! The SDK's dispatch, run natively through weir::testing.
 
 use weir::testing::{self, Entry, Input, Op};
-use weir::{Aggregate, Config, Error, Output, Record, ValueBuf};
+use weir::{AggContext, Aggregate, Config, Error, Output, Record, ValueBuf};
 
 fn rec(index: u32, key: Option<Option<&[u8]>>, ts: Option<i64>, headers: Option<Vec<(&[u8], &[u8])>>, value: Option<&[u8]>) -> Entry {
     Entry::Record {
@@ -217,6 +217,116 @@ fn aggregate() {
     assert!(merged[1].as_ref().unwrap_err().starts_with("bad accumulator: "));
     let res = testing::agg_result(&[enc(3.0, 2), enc(0.0, 0), enc(1.0, -1)]);
     assert_eq!(res, vec![Ok(Some(b"1.5".to_vec())), Ok(None), Err("negative count".to_string())]);
+}
+
+/// Counts records and writes, from its result's context, the key, the
+/// window and the count: the conformance window_info.
+struct WindowInfo;
+
+impl Aggregate for WindowInfo {
+    type Acc = i64;
+    fn create(&mut self) -> i64 {
+        0
+    }
+    fn add(&mut self, acc: &mut i64, _: &Record) -> Result<(), Error> {
+        *acc += 1;
+        Ok(())
+    }
+    fn merge(&mut self, a: i64, b: i64) -> i64 {
+        a + b
+    }
+    fn result_ctx(&mut self, acc: &i64, ctx: &AggContext<'_>, out: &mut ValueBuf) -> Result<(), Error> {
+        if *acc < 0 {
+            return Err(Error::new("negative count"));
+        }
+        let key = ctx.key.map_or("-".to_string(), |k| String::from_utf8_lossy(k).into_owned());
+        let win = ctx.window.map_or("-".to_string(), |(s, e)| format!("[{},{})", s, e));
+        out.extend_from_slice(format!("{} {} {}", key, win, acc).as_bytes());
+        Ok(())
+    }
+    fn encode(&mut self, acc: &i64, out: &mut ValueBuf) {
+        weir::append_i64(out, *acc);
+    }
+    fn decode(&mut self, b: &[u8]) -> Result<i64, Error> {
+        let mut d = weir::AccDecoder::new(b);
+        let n = d.i64();
+        d.end()?;
+        Ok(n)
+    }
+}
+
+fn count(n: i64) -> Vec<u8> {
+    n.to_le_bytes().to_vec()
+}
+
+#[test]
+fn aggregate_result_ctx() {
+    fn init(_: &Config) -> Result<(), Error> {
+        weir::register_aggregate(WindowInfo);
+        Ok(())
+    }
+    testing::init("{}", init).unwrap();
+    let got = testing::agg_result_ctx(&[
+        (AggContext { key: Some(b"k"), window: Some((1000, 2000)) }, count(3)),
+        (AggContext { key: Some(b""), window: Some((-5, -5)) }, count(0)),
+        (AggContext { key: None, window: None }, count(-1)),
+        (AggContext::default(), vec![1]),
+    ]);
+    assert_eq!(got[0], Ok(Some(b"k [1000,2000) 3".to_vec())));
+    assert_eq!(got[1], Ok(Some(b" [-5,-5) 0".to_vec())));
+    assert_eq!(got[2], Err("negative count".to_string()));
+    assert!(got[3].as_ref().unwrap_err().starts_with("bad accumulator: "));
+    // weir_agg_result, from a host that predates the context: an empty one.
+    assert_eq!(testing::agg_result(&[count(2)]), vec![Ok(Some(b"- - 2".to_vec()))]);
+
+    // Malformed contexts are frame errors (a trap in a module).
+    let good = testing::result_ctx_frame(&[(AggContext { key: None, window: Some((1, 2)) }, count(1))]);
+    assert!(testing::run_agg_result_ctx_frame(&good).is_ok());
+    let flags_at = 4 + 4; // count, absent key
+    for (what, flags, start) in [("unknown flags", 3u8, 1i64), ("bounds without a window", 0, 1), ("start after end", 1, 5)] {
+        let mut bad = good.clone();
+        bad[flags_at] = flags;
+        bad[flags_at + 1..flags_at + 9].copy_from_slice(&start.to_le_bytes());
+        let err = testing::run_agg_result_ctx_frame(&bad).expect_err(what);
+        assert_eq!(err.offset, flags_at, "{}: {}", what, err);
+    }
+    assert!(testing::run_agg_result_ctx_frame(&good[..good.len() - 1]).is_err());
+}
+
+/// An aggregate that implements `result` only answers weir_agg_result_ctx
+/// with it; one that implements neither fails its results.
+#[test]
+fn aggregate_result_without_ctx() {
+    fn init(_: &Config) -> Result<(), Error> {
+        weir::register_aggregate(Avg);
+        Ok(())
+    }
+    testing::init("{}", init).unwrap();
+    let got = testing::agg_result_ctx(&[(AggContext { key: Some(b"k"), window: Some((0, 1)) }, enc(3.0, 2))]);
+    assert_eq!(got, vec![Ok(Some(b"1.5".to_vec()))]);
+
+    struct NoResult;
+    impl Aggregate for NoResult {
+        type Acc = ();
+        fn create(&mut self) {}
+        fn add(&mut self, _: &mut (), _: &Record) -> Result<(), Error> {
+            Ok(())
+        }
+        fn merge(&mut self, _: (), _: ()) {}
+        fn encode(&mut self, _: &(), _: &mut ValueBuf) {}
+        fn decode(&mut self, _: &[u8]) -> Result<(), Error> {
+            Ok(())
+        }
+    }
+    fn init_none(_: &Config) -> Result<(), Error> {
+        weir::register_aggregate(NoResult);
+        Ok(())
+    }
+    testing::init("{}", init_none).unwrap();
+    assert_eq!(
+        testing::agg_result(&[vec![]]),
+        vec![Err("the aggregate implements neither result nor result_ctx".to_string())]
+    );
 }
 
 #[test]

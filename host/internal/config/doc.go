@@ -113,7 +113,11 @@
 //	    time_format: sql    # window_start/window_end: sql (yyyy-MM-dd HH:mm:ss, default) | epoch_ms | rfc3339
 //	    aggregates:         # at least one; output fields in this order after key, window_start, window_end
 //	      - {func: sum, field: ampere_hour, as: charge_consumed}  # sum|count|avg|min|max|first|last|count_distinct (exact: N)
-//	    # or, instead of aggregates, a Wasm aggregate: plugin, config, memory_limit_pages and timeout as for map
+//	      - {plugin: plugins/maxby, config: {by: price}, as: top}  # optional, at most one: a Wasm aggregate whose result
+//	                        #   (a JSON value, null when absent) is the field as; config, memory_limit_pages and
+//	                        #   timeout as for map; it is given each window's key and bounds (weir_agg_result_ctx)
+//	    # or, instead of aggregates, a Wasm aggregate whose result is the whole output value: plugin, config,
+//	    #   memory_limit_pages and timeout as for map, at the operator's level
 //	  - name: sums
 //	    type: rolling       # SQL OVER: each record, once the watermark passes it, with aggregates over trailing windows
 //	    order: range        # range (default): [t-range, t], peers included | rows: the current row and rows-1 before it
@@ -274,6 +278,7 @@
 //	operators[name=by-id].field    WEIR_OPERATORS_BY_ID_FIELD
 //	sources[name=gen].fields[name=temp].max   WEIR_SOURCES_GEN_FIELDS_TEMP_MAX
 //	operators[name=detect].config.threshold   WEIR_OPERATORS_DETECT_CONFIG_THRESHOLD
+//	operators[name=w].aggregates[as=top].config.by   WEIR_OPERATORS_W_AGGREGATES_TOP_CONFIG_BY
 //	sinks[name=alerts].topic       WEIR_SINKS_ALERTS_TOPIC
 //	kafka.sasl.password            WEIR_KAFKA_SASL_PASSWORD
 //	kafka.brokers                  WEIR_KAFKA_BROKERS=h1:9092,h2:9092

@@ -49,21 +49,43 @@ type Window struct {
 	EmitInterval    time.Duration // EmitEvery: > 0
 	KeyField        string        // output field holding the key, default "key"
 	TimeFormat      string        // WindowTime…, default WindowTimeSQL
-	Aggregates      []AggregateSpec
+	// Aggregates are the built-in aggregates and at most one plugin
+	// aggregate (AggregateSpec.Plugin), in output order. Without them,
+	// the operator's Plugin is the window's aggregate, its result the
+	// output value.
+	Aggregates []AggregateSpec
 	// MaxKeysInMemory bounds the keys whose windows stay in memory between
 	// calls; the others are in the state store only (spilled). 0 means no
 	// bound.
 	MaxKeysInMemory int64
 }
 
-// AggregateSpec is one built-in aggregate of a window operator.
+// AggregateSpec is one aggregate of a window or rolling operator: a
+// built-in function, or, in a window, the operator's plugin aggregate.
 type AggregateSpec struct {
 	Meta
-	Func  string   // one of sum, count, avg, min, max, first, last, count_distinct
+	Func  string   // one of sum, count, avg, min, max, first, last, count_distinct; "" for the plugin
 	Field string   // dotted JSON path, as written; empty for count(*)
 	Path  []string // Field split at the dots
 	As    string   // output field name
 	Exact int      // count_distinct: exact up to this many values, then approximate; 0 = the operator's default
+	// Plugin marks the entry of a window's plugin aggregate, whose
+	// result, a JSON value, is the field As. The plugin itself is the
+	// operator's (Operator.Plugin, ConfigJSON, MemoryLimitPages, Timeout),
+	// given in this entry.
+	Plugin bool
+}
+
+// PluginAggregate returns the entry of w's plugin aggregate among its
+// aggregates, or nil when it has none there (its plugin, if any, is then
+// the operator's own, whose result is the output value).
+func (w *Window) PluginAggregate() *AggregateSpec {
+	for i := range w.Aggregates {
+		if w.Aggregates[i].Plugin {
+			return &w.Aggregates[i]
+		}
+	}
+	return nil
 }
 
 // EventTimeSpec says where a source's event time comes from and how its
@@ -86,6 +108,10 @@ var (
 	emitModes       = []string{EmitOnClose, EmitOnUpdate, EmitEvery}
 	windowTimes     = []string{WindowTimeSQL, WindowTimeEpochMS, WindowTimeRFC3339}
 	aggregateFields = []string{"func", "field", "as", "exact"}
+	// pluginAggFields are those of a plugin aggregate's entry; allAggFields
+	// those of either kind of entry.
+	pluginAggFields = []string{"plugin", "config", "as", "memory_limit_pages", "timeout"}
+	allAggFields    = []string{"func", "field", "as", "exact", "plugin", "config", "memory_limit_pages", "timeout"}
 	eventTimeFields = []string{"field", "format", "max_out_of_orderness", "idle_timeout", "idle_advance"}
 	eventTimeFormat = []string{"epoch_ms", "epoch_s", "rfc3339", "sql"}
 	// kindNeeds lists the size fields each kind requires; the others must
@@ -152,9 +178,10 @@ func (d *decoder) window(o *object, op *Operator) {
 	if s, st := o.enum("time_format", windowTimes...); st == good {
 		w.TimeFormat = s
 	}
-	// A window aggregates with built-in functions, or with a Wasm
-	// aggregate plugin (create/add/merge/result), whose result is the
-	// output value.
+	// A window aggregates with built-in functions, with a Wasm aggregate
+	// plugin (create/add/merge/result), whose result is the output value,
+	// or with both: the plugin is then an entry of aggregates, its result
+	// a field of the output (pluginAggregate).
 	if p, pst := o.nonEmpty("plugin"); pst == good {
 		op.Plugin = d.abs(p)
 		op.PluginKind = d.checkPlugin(o, "plugin", p, op.Plugin)
@@ -168,21 +195,31 @@ func (d *decoder) window(o *object, op *Operator) {
 		}
 		pluginTimeout(o, op)
 		if o.get("aggregates", kNode) != nil {
-			o.fail("aggregates", o.get("aggregates", kNode), "a window takes either aggregates or a plugin, not both")
+			o.fail("aggregates", o.get("aggregates", kNode),
+				"a window takes either aggregates or a plugin, not both; to combine built-in aggregates with a plugin's, list the plugin among them: {plugin: %s, as: …}", p)
 		}
 		return
 	}
 	for _, f := range []string{"config", "memory_limit_pages", "timeout"} {
 		if o.get(f, kNode) != nil {
-			o.fail(f, o.get(f, kNode), "only applies with a plugin")
+			o.fail(f, o.get(f, kNode), "only applies with a plugin (a plugin in aggregates takes it in its entry)")
 		}
 	}
 	items, st := o.list("aggregates")
 	if st == absent || (st == good && len(items) == 0) {
 		o.missingf("a window needs at least one entry in %q, or a %q", "aggregates", "plugin")
 	}
+	pluginAt := -1 // the index of the plugin's entry
 	for i, n := range items {
-		a, ao := d.aggregate(n, op, fmt.Sprintf("%s[%d]", o.path("aggregates"), i), aggregateFuncs)
+		path := fmt.Sprintf("%s[%d]", o.path("aggregates"), i)
+		if d.hasField(n, "plugin") {
+			if a, ok := d.pluginAggregate(n, op, path, o.env, pluginAt); ok {
+				pluginAt = i
+				w.Aggregates = append(w.Aggregates, a)
+			}
+			continue
+		}
+		a, ao := d.aggregate(n, op, path, aggregateFuncs)
 		if ao == nil {
 			continue
 		}
@@ -194,9 +231,69 @@ func (d *decoder) window(o *object, op *Operator) {
 		if v, est := ao.int("exact", 1, 1<<16); est == good {
 			a.Exact = int(v)
 		}
-		ao.finish(aggregateFields, aggregateFields, "")
+		ao.finish(aggregateFields, allAggFields, "a built-in aggregate (func)")
 		w.Aggregates = append(w.Aggregates, a)
 	}
+}
+
+// hasField reports whether n is a mapping with the field name.
+func (d *decoder) hasField(n *yaml.Node, name string) bool {
+	n = d.res(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := d.res(n.Content[i]); k.Kind == yaml.ScalarNode && k.Value == name {
+			return true
+		}
+	}
+	return false
+}
+
+// pluginAggregate decodes the entry of a window's aggregates that names a
+// plugin, {plugin: …, config: {…}, as: …}: the plugin, its config,
+// memory_limit_pages and timeout become the operator's (as a window's
+// plugin field sets them), and its result the output field as. prev is
+// the index of an earlier plugin entry, or -1. env is the operator's
+// environment prefix: the entry's config (only) is overridden from
+// <env>_AGGREGATES_<as>_CONFIG_….
+func (d *decoder) pluginAggregate(n *yaml.Node, op *Operator, path, env string, prev int) (AggregateSpec, bool) {
+	a := AggregateSpec{Plugin: true}
+	ao := d.object(n, op.Pos, path, "", &a.Meta, false)
+	if ao == nil {
+		return a, false
+	}
+	cfgEnv := ""
+	if s, st := ao.nonEmpty("as"); st == absent {
+		ao.missingf("a plugin aggregate needs %q, the output field of its result", "as")
+	} else if st == good {
+		a.As = s
+		cfgEnv = joinEnv(joinEnv(joinEnv(env, "aggregates"), s), "config")
+	}
+	if v := ao.get("func", kNode); v != nil {
+		ao.fail("func", v, "an aggregate takes either func or plugin, not both")
+	}
+	p, pst := ao.nonEmpty("plugin")
+	if pst != good {
+		return a, false
+	}
+	if prev >= 0 {
+		ao.fail("plugin", ao.get("plugin", kString), "a window takes one plugin aggregate; aggregates[%d] is one already", prev)
+		return a, false
+	}
+	op.Plugin = d.abs(p)
+	op.PluginKind = d.checkPlugin(ao, "plugin", p, op.Plugin)
+	op.ConfigJSON = []byte("{}")
+	if v := ao.get("config", kNode); v != nil && !isNull(v) {
+		op.ConfigJSON = d.toJSON(nil, v, ao.path("config"), cfgEnv)
+	}
+	op.MemoryLimitPages = DefaultMemoryLimitPages
+	if v, st := ao.int("memory_limit_pages", 1, MaxMemoryLimitPages); st == good {
+		op.MemoryLimitPages = int(v)
+	}
+	pluginTimeout(ao, op)
+	ao.finish(pluginAggFields, allAggFields, "a plugin aggregate")
+	return a, true
 }
 
 // aggregate decodes the func and field of one aggregate entry, with funcs

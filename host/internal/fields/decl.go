@@ -1,6 +1,8 @@
 package fields
 
 import (
+	"strings"
+
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/abi/wjson"
 )
@@ -13,6 +15,9 @@ type Decl struct {
 	paths  *wjson.PathSet
 	// quoted[k] is field k's path quoted for reasons: "user.age".
 	quoted []string
+	// topLevel[k]: field k's path is one member name, spelled as it is
+	// (no '.', no escapes).
+	topLevel []bool
 }
 
 // Compile checks the declaration frame a module's abi.ExportFields
@@ -26,7 +31,9 @@ func Compile(frame []byte) (*Decl, error) {
 	}
 	segs := make([][]string, len(fields))
 	quoted := make([]string, len(fields))
+	topLevel := make([]bool, len(fields))
 	for k, f := range fields {
+		topLevel[k] = !strings.ContainsAny(f.Path, `.\`)
 		// ParseFieldDecls checked the paths and that no two are equal.
 		segs[k], _ = abi.SplitPath(f.Path)
 		quoted[k] = string(wjson.AppendQuote(nil, f.Path))
@@ -35,7 +42,7 @@ func Compile(frame []byte) (*Decl, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Decl{fields: fields, paths: paths, quoted: quoted}, nil
+	return &Decl{fields: fields, paths: paths, quoted: quoted, topLevel: topLevel}, nil
 }
 
 // NewDecl checks and compiles fields, as Compile does their frame.
@@ -48,3 +55,13 @@ func (d *Decl) Len() int { return len(d.fields) }
 
 // Field returns declared field k.
 func (d *Decl) Field(k int) abi.FieldDecl { return d.fields[k] }
+
+// index returns the field whose path is path, spelled as declared, or -1.
+func (d *Decl) index(path []byte) int {
+	for k := range d.fields {
+		if d.fields[k].Path == string(path) {
+			return k
+		}
+	}
+	return -1
+}

@@ -6,15 +6,13 @@ import (
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/abi/wjson"
+	"github.com/weir-stream/weir/host/internal/record"
 )
 
-// Record is one input record of Extract. It is a plain value; Extract
+// Record is one input record of Extract, the engine's record: Extract
+// reads its Timestamp, Key (nil: no key) and Value (nil: no value), and
 // does not keep its slices.
-type Record struct {
-	Timestamp int64
-	Key       []byte // nil: no key
-	Value     []byte // nil: no value
-}
+type Record = record.Record
 
 // Reject is a record Extract left out of the frame, to be dead-lettered.
 // It is a plain value.
@@ -32,7 +30,16 @@ type Batch struct {
 	Kept []int
 	// Rejects holds the records left out, in input order.
 	Rejects []Reject
+	// Spans holds where the declared fields lie in the kept records'
+	// values: Spans[j*n+k] is field k of Frame's record j, for n fields
+	// (Decl.Len), for Patcher.ApplyPatchAt.
+	Spans []Span
 }
+
+// Span is where a declared field's value lies in a record's value, as
+// offsets: Value[Start:End]. A missing field has Start -1. It is a plain
+// value.
+type Span struct{ Start, End int32 }
 
 // Extractor writes typed batch frames for one Decl. It keeps its buffers
 // from one Extract to the next, so that extraction does not allocate once
@@ -104,6 +111,7 @@ func (x *Extractor) Extract(recs []Record) (Batch, error) {
 
 func (x *Extractor) reset() {
 	x.batch.Kept, x.batch.Rejects = x.batch.Kept[:0], x.batch.Rejects[:0]
+	x.batch.Spans = x.batch.Spans[:0]
 	for k := range x.cols {
 		c := &x.cols[k]
 		c.Values, c.Data = c.Values[:0], c.Data[:0]
@@ -185,6 +193,7 @@ func (x *Extractor) commit(r *Record) {
 	}
 	for k := range x.slots {
 		c, s := &x.cols[abi.TypedFirstFieldColumn+k], &x.slots[k]
+		x.batch.Spans = append(x.batch.Spans, spanOf(x.vals[k]))
 		switch c.Type {
 		case abi.TypeInt, abi.TypeFloat:
 			c.Statuses = append(c.Statuses, byte(s.status))
@@ -202,6 +211,14 @@ func (x *Extractor) commit(r *Record) {
 			appendBytes(c, s.status, x.vals[k].Raw)
 		}
 	}
+}
+
+// spanOf returns the span of a value GetAll found, or of a missing one.
+func spanOf(v wjson.Value) Span {
+	if v.Kind == wjson.Invalid {
+		return Span{Start: -1, End: -1}
+	}
+	return Span{Start: int32(v.Offset), End: int32(v.Offset + len(v.Raw))}
 }
 
 // appendBytes appends one value to a variable-length column.

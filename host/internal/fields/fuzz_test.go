@@ -536,3 +536,42 @@ func sameJSON(got, want any) bool {
 	}
 	return reflect.DeepEqual(got, want)
 }
+
+// FuzzApplyPatchAt holds ApplyPatchAt to ApplyPatch: for a record that
+// Extract keeps under fuzzFields, patching at its spans gives the same
+// bytes, or the same error, as patching by reading it again.
+func FuzzApplyPatchAt(f *testing.F) {
+	for i, s := range extractSeeds {
+		f.Add([]byte(s), patchSeeds[i%len(patchSeeds)].spec+";ia;fb;sd=x;nn.s", 0.1*float64(i), int64(i)<<40)
+	}
+	f.Add([]byte(`{"a":1,"b":2,"a":3}`), "ia;fb", 2.5, int64(-7))
+	f.Add([]byte(` { "n" : { "s" : "x" } , "d" : "y" } `), "sn.s=é;bd;in", 0.0, int64(1))
+	f.Add([]byte(`{"n":{"m":{"f":1}},"e":[]}`), "fn.m.f;ie;fn.m.f", 1e300, int64(0))
+	f.Add([]byte(`{}`), "ia;fb;sd=x", 0.5, int64(3))
+	f.Add([]byte(" { \n} "), "sd=é;nc", 0.5, int64(3))
+	f.Add([]byte(`{"x":[1,{"a":2}] , "b":true }`+"\n"), "ia;fb;ia", -0.0, int64(-1))
+	f.Add([]byte(`{"x":1}`), "in.s;bc", 1.0, int64(1))
+	d, err := NewDecl(fuzzFields...)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, spec string, fv float64, iv int64) {
+		ops, ok := buildOps(spec, fv, iv)
+		if !ok {
+			return
+		}
+		b, err := NewExtractor(d).Extract([]Record{{Value: doc}})
+		if err != nil || len(b.Kept) == 0 {
+			return
+		}
+		var at, full Patcher
+		got, gerr := at.ApplyPatchAt(doc, ops, d, b.Spans[:d.Len()])
+		want, werr := full.ApplyPatch(doc, ops)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("ApplyPatchAt: %v, ApplyPatch: %v", gerr, werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("ApplyPatchAt = %s\nApplyPatch   = %s", got, want)
+		}
+	})
+}

@@ -21,6 +21,9 @@ const maxExp = 1 << 40
 // -0.0), computed exactly from its digits, without rounding. It does not
 // allocate.
 func exactInt(num []byte) (int64, intResult) {
+	if v, ok := shortInt(num); ok {
+		return v, intOK
+	}
 	neg := num[0] == '-'
 	if neg {
 		num = num[1:]
@@ -64,6 +67,29 @@ func exactInt(num []byte) (int64, intResult) {
 		return 0, intRange
 	}
 	return accumulate(digit, lo, hi, exp, neg)
+}
+
+// shortInt returns the value of num when it is an optional minus and at
+// most 18 digits (so within int64), the common spelling of an integer.
+func shortInt(num []byte) (int64, bool) {
+	d := num
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var u int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + int64(c-'0')
+	}
+	if len(d) < len(num) {
+		return -u, true
+	}
+	return u, true
 }
 
 // accumulate computes ±d[lo:hi] × 10^exp, which has at most 19 digits,

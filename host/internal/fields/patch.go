@@ -141,12 +141,14 @@ func (p *Patcher) apply(dst, doc []byte, op *abi.PatchOp) ([]byte, error) {
 // whitespace.
 func skipSpace(doc []byte) int {
 	for i, c := range doc {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+		if !isSpace(c) {
 			return i
 		}
 	}
 	return len(doc)
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // found is what scan finds in an object.
 type found struct {
@@ -311,4 +313,112 @@ func article(k wjson.Kind) string {
 		return "null"
 	}
 	return "a " + k.String()
+}
+
+// maxSplice is the most operations ApplyPatchAt splices; a longer patch
+// is applied by ApplyPatch.
+const maxSplice = 8
+
+// edit is one set ApplyPatchAt splices: op replaces doc[start:end], or,
+// with member, is inserted there as a new member.
+type edit struct {
+	start, end int
+	member     bool
+	op         abi.PatchOp
+}
+
+// ApplyPatchAt is ApplyPatch for a record value doc whose declared fields
+// d lie at spans (its part of Batch.Spans), giving the same results. A
+// patch whose operations all set declared fields to values other than raw
+// JSON, each either present in doc or missing from a top-level object
+// whose member it would be, is spliced in without reading doc again; any
+// other goes to ApplyPatch. A patch with abi.PatchFlagNew applies to {},
+// not to the record's value: pass it to ApplyPatch.
+func (p *Patcher) ApplyPatchAt(doc []byte, ops abi.PatchOps, d *Decl, spans []Span) ([]byte, error) {
+	var edits [maxSplice]edit
+	n, ok := spliceable(&edits, doc, ops, d, spans)
+	if !ok {
+		return p.ApplyPatch(doc, ops)
+	}
+	out, at := p.bufs[0][:0], 0
+	for i := range edits[:n] {
+		e := &edits[i]
+		out = append(out, doc[at:e.start]...)
+		if e.member {
+			if doc[e.start-1] != '{' || i > 0 && edits[i-1].member { // inserts share one place
+				out = append(out, ',')
+			}
+			out = append(wjson.AppendQuoteBytes(out, e.op.Path), ':')
+		}
+		out, _ = appendValue(out, &e.op) // only raw values can fail
+		at = e.end
+	}
+	out = append(out, doc[at:]...)
+	p.bufs[0] = out
+	return out, nil
+}
+
+// spliceable fills edits with the operations of ops in the order of
+// where they apply, and reports whether ApplyPatchAt may splice them (see
+// there): no two set the same field, and no two present fields' spans
+// overlap (a field and one inside it).
+func spliceable(edits *[maxSplice]edit, doc []byte, ops abi.PatchOps, d *Decl, spans []Span) (int, bool) {
+	if ops.Len() == 0 || ops.Len() > maxSplice {
+		return 0, false
+	}
+	var seen uint64 // the fields set, up to 64
+	insert := -1    // where a new top-level member goes, once found
+	n := 0
+	for _, op := range ops.All() {
+		k := -1
+		if op.Kind == abi.PatchOpSet && op.Type != abi.TypeRaw && len(op.Path) > 0 {
+			k = d.index(op.Path)
+		}
+		if k < 0 || k >= 64 || seen&(1<<k) != 0 {
+			return 0, false
+		}
+		seen |= 1 << k
+		e := edit{start: int(spans[k].Start), end: int(spans[k].End), op: op}
+		if e.start < 0 {
+			if !d.topLevel[k] {
+				return 0, false
+			}
+			if insert < 0 {
+				if insert = memberEnd(doc); insert < 0 {
+					return 0, false
+				}
+			}
+			e = edit{start: insert, end: insert, member: true, op: op}
+		}
+		j := n
+		for ; j > 0 && edits[j-1].start > e.start; j-- {
+			edits[j] = edits[j-1]
+		}
+		edits[j] = e
+		n++
+	}
+	for i := 1; i < n; i++ {
+		if edits[i].start < edits[i-1].end {
+			return 0, false
+		}
+	}
+	return n, true
+}
+
+// memberEnd returns where a new member of the JSON object doc goes, as
+// ApplyPatch adds one: after its last member's value, or after the '{' of
+// an empty object; or -1 when doc is not an object. doc must be valid
+// JSON: its last value ends at the last byte before the closing '}' that
+// is not whitespace.
+func memberEnd(doc []byte) int {
+	if i := skipSpace(doc); i >= len(doc) || doc[i] != '{' {
+		return -1
+	}
+	j := len(doc) - 1
+	for isSpace(doc[j]) {
+		j--
+	}
+	for j--; isSpace(doc[j]); j-- { // j was at the closing '}'
+	}
+	return j + 1
 }

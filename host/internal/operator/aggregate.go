@@ -14,13 +14,23 @@ import (
 type AggregatePlugin struct{ plug *wasm.Plugin }
 
 // LoadAggregate loads op's aggregate plugin. A load error is positioned in
-// the file.
+// the file (AtAggregatePlugin).
 func (p *Plugins) LoadAggregate(ctx context.Context, op *config.Operator, env Env) (*AggregatePlugin, error) {
 	plug, _, err := p.Load(ctx, op, op.Plugin, env.Store, true)
 	if err != nil {
-		return nil, AtPlugin(op, err)
+		return nil, AtAggregatePlugin(op, err)
 	}
 	return &AggregatePlugin{plug: plug}, nil
+}
+
+// AtAggregatePlugin marks err as a failure of window op's aggregate
+// plugin, positioned at the field naming it: the plugin field of its
+// entry in aggregates, or of op.
+func AtAggregatePlugin(op *config.Operator, err error) error {
+	if a := op.Window.PluginAggregate(); a != nil {
+		return &PluginError{Pos: a.At("plugin").String(), Path: a.FieldPath("plugin"), Err: err}
+	}
+	return AtPlugin(op, err)
 }
 
 // NewAggregator returns an aggregator of its own worker, for one window
@@ -52,6 +62,8 @@ type Aggregator struct {
 	out    wasm.AggOutput
 	one    [1]wasm.AggGroup
 	recs   [1]record.Record
+	accs   [1][]byte
+	ctxs   [1]wasm.AggContext
 }
 
 // Close closes the aggregator's worker.
@@ -80,18 +92,28 @@ func (a *Aggregator) Merge(x, y []byte) ([]byte, error) {
 	return a.value()
 }
 
-func (a *Aggregator) Result(acc []byte) ([]byte, error) {
+// Result returns acc's result, given the context of its group (its key
+// and window), which the guest gets when it exports weir_agg_result_ctx.
+func (a *Aggregator) Result(acc []byte, c wasm.AggContext) ([]byte, error) {
 	a.out.Reset()
-	if err := a.w.AggResult(a.ctx, [][]byte{acc}, &a.out); err != nil {
+	a.accs[0], a.ctxs[0] = acc, c
+	err := a.w.AggResult(a.ctx, a.accs[:], a.ctxs[:], &a.out)
+	a.accs[0], a.ctxs[0] = nil, wasm.AggContext{}
+	if err != nil {
 		return nil, err
 	}
 	return a.value()
 }
 
+// value returns the answer of a merge or result call: a copy of its
+// value, nil for an absent one (empty for an empty one), or its error.
 func (a *Aggregator) value() ([]byte, error) {
 	v := a.out.Values[0]
-	if v.Err != "" {
+	switch {
+	case v.Err != "":
 		return nil, errors.New(v.Err)
+	case v.Value == nil:
+		return nil, nil
 	}
-	return append([]byte(nil), v.Value...), nil
+	return append([]byte{}, v.Value...), nil
 }

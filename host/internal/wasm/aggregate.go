@@ -28,6 +28,11 @@ type AggPair struct {
 	A, B []byte
 }
 
+// AggContext is the context of a group whose result is due, which
+// AggResult passes to a module that exports weir_agg_result_ctx: the
+// group's key (nil for none) and window. See abi.AggContext.
+type AggContext = abi.AggContext
+
 // AggValue is AggMerge's or AggResult's answer for one input.
 type AggValue struct {
 	// Value is the merged accumulator, or the result value (nil when the
@@ -77,9 +82,11 @@ func (o *AggOutput) rollback(na, nd, nv int) {
 }
 
 // aggExports are an instance's aggregate exports beside weir_agg_add,
-// which is instance.op.
+// which is instance.op. result is weir_agg_result_ctx when the module
+// exports it (withCtx), else weir_agg_result.
 type aggExports struct {
 	create, merge, result api.Function
+	withCtx               bool
 }
 
 // aggWorker is a Worker's aggregate state.
@@ -106,6 +113,9 @@ func (w *Worker) aggInstantiated(ctx context.Context) error {
 		create: inst.mod.ExportedFunction(abi.ExportAggCreate),
 		merge:  inst.mod.ExportedFunction(abi.ExportAggMerge),
 		result: inst.mod.ExportedFunction(abi.ExportAggResult),
+	}
+	if f := inst.mod.ExportedFunction(abi.ExportAggResultCtx); f != nil {
+		inst.agg.result, inst.agg.withCtx = f, true
 	}
 	if w.agg.initial != nil {
 		return nil
@@ -383,7 +393,7 @@ func (w *Worker) AggMerge(ctx context.Context, pairs []AggPair, out *AggOutput) 
 	}
 	for len(pairs) > 0 {
 		n := min(len(pairs), abi.MaxAggCount)
-		if err := w.aggValues(ctx, pairs[:n], nil, out); err != nil {
+		if err := w.aggValues(ctx, pairs[:n], nil, nil, out); err != nil {
 			return err
 		}
 		pairs = pairs[n:]
@@ -395,13 +405,26 @@ func (w *Worker) AggMerge(ctx context.Context, pairs []AggPair, out *AggOutput) 
 // guest, appending one AggValue per accumulator to out.Values, in order: the
 // value (nil when absent), or the guest's error. Failures are recovered as
 // in AggMerge.
-func (w *Worker) AggResult(ctx context.Context, accs [][]byte, out *AggOutput) error {
+//
+// ctxs is nil, or holds the context of each accumulator, in order: the
+// group's key and window, which a module that exports
+// weir_agg_result_ctx gets with its accumulator (ABI.md §12.5). With nil,
+// such a module gets an empty context (no key, not windowed); a module
+// without it gets the accumulators alone, through weir_agg_result.
+func (w *Worker) AggResult(ctx context.Context, accs [][]byte, ctxs []AggContext, out *AggOutput) error {
 	if err := w.aggReady(ctx); err != nil {
 		return err
 	}
+	if ctxs != nil && len(ctxs) != len(accs) {
+		return w.p.cfg.errorf(ErrConfig, nil, "AggResult has %d contexts for %d accumulators", len(ctxs), len(accs))
+	}
 	for len(accs) > 0 {
 		n := min(len(accs), abi.MaxAggCount)
-		if err := w.aggValues(ctx, nil, accs[:n], out); err != nil {
+		var c []AggContext
+		if ctxs != nil {
+			c, ctxs = ctxs[:n], ctxs[n:]
+		}
+		if err := w.aggValues(ctx, nil, accs[:n], c, out); err != nil {
 			return err
 		}
 		accs = accs[n:]
@@ -409,12 +432,13 @@ func (w *Worker) AggResult(ctx context.Context, accs [][]byte, out *AggOutput) e
 	return nil
 }
 
-// aggValues makes one merge call (for pairs) or result call (for accs; one
-// of the two is nil) and, when it fails, runs the inputs one at a time.
-func (w *Worker) aggValues(ctx context.Context, pairs []AggPair, accs [][]byte, out *AggOutput) error {
+// aggValues makes one merge call (for pairs) or result call (for accs,
+// with their contexts ctxs, nil for none; pairs or accs is nil) and, when
+// it fails, runs the inputs one at a time.
+func (w *Worker) aggValues(ctx context.Context, pairs []AggPair, accs [][]byte, ctxs []AggContext, out *AggOutput) error {
 	n := len(pairs) + len(accs)
 	nv := len(out.Values)
-	err := w.aggValuesCall(ctx, pairs, accs, out)
+	err := w.aggValuesCall(ctx, pairs, accs, ctxs, out)
 	t, ok := err.(*trapError)
 	if !ok {
 		return err
@@ -432,10 +456,13 @@ func (w *Worker) aggValues(ctx context.Context, pairs []AggPair, accs [][]byte, 
 		}
 		nv = len(out.Values)
 		var err error
-		if pairs != nil {
-			err = w.aggValuesCall(ctx, pairs[i:i+1], nil, out)
-		} else {
-			err = w.aggValuesCall(ctx, nil, accs[i:i+1], out)
+		switch {
+		case pairs != nil:
+			err = w.aggValuesCall(ctx, pairs[i:i+1], nil, nil, out)
+		case ctxs != nil:
+			err = w.aggValuesCall(ctx, nil, accs[i:i+1], ctxs[i:i+1], out)
+		default:
+			err = w.aggValuesCall(ctx, nil, accs[i:i+1], nil, out)
 		}
 		if t, ok := err.(*trapError); ok {
 			out.rollback(len(out.Accs), len(out.Dead), nv)
@@ -449,10 +476,11 @@ func (w *Worker) aggValues(ctx context.Context, pairs []AggPair, accs [][]byte, 
 	return nil
 }
 
-// aggValuesCall makes one weir_agg_merge call (for pairs) or
-// weir_agg_result call (for accs) and appends its answers to out.Values.
-// It returns nil, a *trapError, or a fatal error.
-func (w *Worker) aggValuesCall(ctx context.Context, pairs []AggPair, accs [][]byte, out *AggOutput) error {
+// aggValuesCall makes one weir_agg_merge call (for pairs) or result call
+// (for accs: weir_agg_result_ctx, with ctxs or empty contexts, when the
+// module exports it, else weir_agg_result) and appends its answers to
+// out.Values. It returns nil, a *trapError, or a fatal error.
+func (w *Worker) aggValuesCall(ctx context.Context, pairs []AggPair, accs [][]byte, ctxs []AggContext, out *AggOutput) error {
 	if w.inst == nil {
 		if err := w.instantiate(ctx); err != nil {
 			return err
@@ -469,8 +497,19 @@ func (w *Worker) aggValuesCall(ctx context.Context, pairs []AggPair, accs [][]by
 		fn = w.inst.agg.merge
 	} else {
 		f = abi.AppendAggCount(w.frame[:0], len(accs))
-		for _, a := range accs {
-			f = abi.AppendAcc(f, a)
+		switch {
+		case !w.inst.agg.withCtx:
+			for _, a := range accs {
+				f = abi.AppendAcc(f, a)
+			}
+		case ctxs != nil:
+			for i, a := range accs {
+				f = abi.AppendAccContext(f, ctxs[i], a)
+			}
+		default:
+			for _, a := range accs {
+				f = abi.AppendAccContext(f, AggContext{}, a)
+			}
 		}
 		fn = w.inst.agg.result
 	}
@@ -479,7 +518,7 @@ func (w *Worker) aggValuesCall(ctx context.Context, pairs []AggPair, accs [][]by
 	if err != nil {
 		return err
 	}
-	if err := w.aggDecodeValues(frame, merge, len(pairs)+len(accs), out); err != nil {
+	if err := w.aggDecodeValues(frame, merge, w.inst.agg.withCtx, len(pairs)+len(accs), out); err != nil {
 		return w.trapped(ctx, &trapError{reason: "invalid output: " + err.Error(), cause: err})
 	}
 	w.aggDone(ctx)
@@ -488,11 +527,14 @@ func (w *Worker) aggValuesCall(ctx context.Context, pairs []AggPair, accs [][]by
 
 // aggDecodeValues appends to out.Values the n answers of a value output
 // frame. It returns an *outputError at the first violation of the ABI.
-func (w *Worker) aggDecodeValues(frame []byte, merge bool, n int, out *AggOutput) error {
+func (w *Worker) aggDecodeValues(frame []byte, merge, withCtx bool, n int, out *AggOutput) error {
 	r, v := &w.agg.values, &w.agg.value
 	call := abi.ExportAggResult
-	if merge {
+	switch {
+	case merge:
 		call = abi.ExportAggMerge
+	case withCtx:
+		call = abi.ExportAggResultCtx
 	}
 	count, err := r.Reset(frame)
 	if err != nil {

@@ -33,7 +33,7 @@ func FuzzAggDecode(f *testing.F) {
 		if values {
 			for _, merge := range []bool{false, true} {
 				out.Reset()
-				if err := wk.aggDecodeValues(frame, merge, int(groups), out); err != nil {
+				if err := wk.aggDecodeValues(frame, merge, false, int(groups), out); err != nil {
 					continue
 				}
 				if len(out.Values) != int(groups) {

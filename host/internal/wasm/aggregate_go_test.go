@@ -62,7 +62,7 @@ func TestGoAverage(t *testing.T) {
 			t.Errorf("dead letter %d: %q, want %q", i, dead[i], wantDead[i])
 		}
 	}
-	if err := w.AggResult(ctx, out.Accs, out); err != nil {
+	if err := w.AggResult(ctx, out.Accs, nil, out); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"avg":1.75,"count":2} | {"avg":-4.0,"count":1} | {"avg":null,"count":0}`
@@ -76,7 +76,7 @@ func TestGoAverage(t *testing.T) {
 	if err := w.AggMerge(ctx, []AggPair{{out.Accs[0], out.Accs[1]}, {out.Accs[2], out.Accs[2]}}, more); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AggResult(ctx, [][]byte{more.Accs[0], more.Values[0].Value, more.Values[1].Value, []byte("bad")}, more); err != nil {
+	if err := w.AggResult(ctx, [][]byte{more.Accs[0], more.Values[0].Value, more.Values[1].Value, []byte("bad")}, nil, more); err != nil {
 		t.Fatal(err)
 	}
 	want = `{"avg":1.3333333333333333,"count":3} | {"avg":-0.16666666666666666,"count":3} | {"avg":null,"count":0} | ` +
@@ -144,7 +144,7 @@ func TestGoCustomersPerCountry(t *testing.T) {
 	if len(out.Dead) != 0 {
 		t.Fatalf("dead letters %+v", out.Dead)
 	}
-	if err := w.AggResult(ctx, out.Accs, out); err != nil {
+	if err := w.AggResult(ctx, out.Accs, nil, out); err != nil {
 		t.Fatal(err)
 	}
 	want := `{"country":"JP","count":2} | {"country":"GB","count":2} | {"country":"TR","count":13} | {"country":"USA","count":3}`
@@ -173,7 +173,7 @@ func TestGoCustomersPerCountry(t *testing.T) {
 		}
 		accs[i] = v.Value
 	}
-	if err := w.AggResult(ctx, accs, merged); err != nil {
+	if err := w.AggResult(ctx, accs, nil, merged); err != nil {
 		t.Fatal(err)
 	}
 	want = `{"country":"JP","count":1} | ` + want

@@ -96,7 +96,7 @@ func TestAggWAT(t *testing.T) {
 	if err := w.AggMerge(ctx, []AggPair{{countAcc(2), countAcc(3)}, {countAcc(1), []byte("bad")}}, out); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.AggResult(ctx, [][]byte{countAcc(42), countAcc(0), {1}}, out); err != nil {
+	if err := w.AggResult(ctx, [][]byte{countAcc(42), countAcc(0), {1}}, nil, out); err != nil {
 		t.Fatal(err)
 	}
 	want := `5 | err: aggregate error: bad accumulator | "42" | err: aggregate error: empty | err: aggregate error: bad accumulator`
@@ -210,7 +210,7 @@ func TestAggValuesTrapReplay(t *testing.T) {
 	ctx := context.Background()
 	_, w := mustLoad(t, newRuntime(t, nil), aggWATConfig(t, "agg_count"))
 	out := new(AggOutput)
-	if err := w.AggResult(ctx, [][]byte{countAcc(1), countAcc(666), countAcc(2)}, out); err != nil {
+	if err := w.AggResult(ctx, [][]byte{countAcc(1), countAcc(666), countAcc(2)}, nil, out); err != nil {
 		t.Fatal(err)
 	}
 	if got := describeValues(out.Values, false); got != "1 | err: trap: wasm error: unreachable | 2" {
@@ -234,7 +234,7 @@ func TestAggValuesTrapReplay(t *testing.T) {
 	}
 	// The next call replaces the instance the last trap dropped.
 	out.Reset()
-	if err := w.AggResult(ctx, [][]byte{countAcc(3)}, out); err != nil || describeValues(out.Values, false) != "3" {
+	if err := w.AggResult(ctx, [][]byte{countAcc(3)}, nil, out); err != nil || describeValues(out.Values, false) != "3" {
 		t.Errorf("after the traps: %+v, %v", out.Values, err)
 	}
 	if s := w.Stats(); s.Traps != 5 || s.Restarts != 5 {
@@ -310,7 +310,7 @@ func TestAggWrongOp(t *testing.T) {
 		"AggCreate": func() error { _, err := m.AggCreate(ctx); return err }(),
 		"AggAdd":    m.AggAdd(ctx, []AggGroup{{Acc: countAcc(0), Records: recs("a")}}, out),
 		"AggMerge":  m.AggMerge(ctx, []AggPair{{}}, out),
-		"AggResult": m.AggResult(ctx, [][]byte{nil}, out),
+		"AggResult": m.AggResult(ctx, [][]byte{nil}, nil, out),
 	} {
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "aggregate calls need a plugin loaded as aggregate, not map") {
 			t.Errorf("%s on a map worker: %v", name, err)
@@ -427,5 +427,89 @@ func BenchmarkAggAddWAT(b *testing.B) {
 		b.Run(fmt.Sprintf("groups=%dx64", groups), func(b *testing.B) {
 			benchAggAdd(b, w, benchGroups(groups, 64, func(i int) []byte { return []byte("value") }))
 		})
+	}
+}
+
+// ctxEcho decodes the results of testdata/agg_ctx.wasm, which answers each
+// entry of a result context frame with the entry itself: "key@start-end
+// count", with "-" for no key and no window, or "err: <reason>".
+func ctxEcho(t *testing.T, vs []AggValue) string {
+	t.Helper()
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		if v.Err != "" {
+			s[i] = "err: " + v.Err
+			continue
+		}
+		var r abi.AccContextReader
+		if _, err := r.Reset(append(abi.AppendAggCount(nil, 1), v.Value...)); err != nil {
+			t.Fatal(err)
+		}
+		c, acc, ok, err := r.Next()
+		if !ok || err != nil {
+			t.Fatalf("value %d (%x) is not an entry of a result context frame: %v", i, v.Value, err)
+		}
+		key, win := "-", "-"
+		if c.Key != nil {
+			key = fmt.Sprintf("%q", c.Key)
+		}
+		if c.Windowed {
+			win = fmt.Sprintf("%d-%d", c.Start, c.End)
+		}
+		s[i] = fmt.Sprintf("%s@%s %s", key, win, accCounts([][]byte{acc}))
+	}
+	return strings.Join(s, " | ")
+}
+
+func TestAggResultCtx(t *testing.T) {
+	ctx := context.Background()
+	_, w := mustLoad(t, newRuntime(t, nil), aggWATConfig(t, "agg_ctx"))
+	accs := [][]byte{countAcc(1), countAcc(2), countAcc(3)}
+	ctxs := []AggContext{
+		{Key: []byte("k"), Windowed: true, Start: 1000, End: 2000},
+		{Key: []byte{}, Windowed: true, Start: -10, End: -5},
+		{Start: 7, End: 8}, // not windowed: the bounds are not sent
+	}
+	out := new(AggOutput)
+	if err := w.AggResult(ctx, accs, ctxs, out); err != nil {
+		t.Fatal(err)
+	}
+	want := `"k"@1000-2000 1 | ""@-10--5 2 | -@- 3`
+	if got := ctxEcho(t, out.Values); got != want {
+		t.Errorf("results %s\nwant    %s", got, want)
+	}
+
+	// Without contexts, the module gets empty ones.
+	out.Reset()
+	if err := w.AggResult(ctx, accs[:1], nil, out); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctxEcho(t, out.Values); got != "-@- 1" {
+		t.Errorf("without contexts: %s", got)
+	}
+
+	// A trap is replayed one input at a time, each with its context.
+	out.Reset()
+	accs[1] = countAcc(666)
+	if err := w.AggResult(ctx, accs, ctxs, out); err != nil {
+		t.Fatal(err)
+	}
+	want = `"k"@1000-2000 1 | err: trap: wasm error: unreachable | -@- 3`
+	if got := ctxEcho(t, out.Values); got != want {
+		t.Errorf("after a trap: %s\nwant         %s", got, want)
+	}
+	if s := w.Stats(); s.Traps != 2 {
+		t.Errorf("stats = %+v, want 2 traps (the call, the input alone)", s)
+	}
+
+	if err := w.AggResult(ctx, accs, ctxs[:1], out); !errors.Is(err, ErrConfig) {
+		t.Errorf("AggResult with 1 context for 3 accumulators: %v, want ErrConfig", err)
+	}
+
+	// A module without weir_agg_result_ctx ignores the contexts.
+	_, wc := mustLoad(t, newRuntime(t, nil), aggWATConfig(t, "agg_count"))
+	out.Reset()
+	if err := wc.AggResult(ctx, [][]byte{countAcc(4)}, ctxs[:1], out); err != nil || describeValues(out.Values, false) != "4" {
+		t.Errorf("agg_count with a context: %+v, %v", out.Values, err)
 	}
 }

@@ -195,7 +195,10 @@
 // AggOutput's arena; rejected records become dead letters with Reason
 // "aggregate error: <message>". Merge and result calls work the same way,
 // with frames of accumulators (abi.AppendAcc) and value output frames
-// (abi.AggValueReader). State is not available to aggregate calls.
+// (abi.AggValueReader); AggResult calls weir_agg_result_ctx instead of
+// weir_agg_result when the module exports it, each accumulator after its
+// group's context (abi.AppendAccContext). State is not available to
+// aggregate calls.
 //
 // Failures are handled as for Process: the instance is replaced and
 // nothing of the call is kept. An add call is run again one group at a

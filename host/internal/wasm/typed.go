@@ -21,8 +21,10 @@ import (
 type typedWorker struct {
 	x       *fields.Extractor // made on the first call
 	patcher fields.Patcher
-	recs    []fields.Record // the batch, as Extract takes it
 	kept    []record.Record // the records of the typed batch frame
+	keptBuf []record.Record // kept, when some records are rejected
+	spans   []fields.Span   // where their declared fields lie (Batch.Spans)
+	decl    *fields.Decl
 	all     []record.Record // an add call's records, group after group
 	groups  []AggGroup      // and its groups, of kept records
 	reader  abi.TypedOutputReader
@@ -90,27 +92,28 @@ func (p *Plugin) declared() []abi.FieldDecl {
 }
 
 // extract extracts the declared fields of in (fields.Extractor.Extract)
-// and sets t.kept to the records it keeps, in order; the result aliases
-// the Extractor's buffers until the next call.
+// and sets t.kept to the records it keeps, in order: in itself when it
+// keeps them all. The result aliases the Extractor's buffers until the
+// next call.
 func (t *typedWorker) extract(d *fields.Decl, in []record.Record) (fields.Batch, error) {
 	if t.x == nil {
-		t.x = fields.NewExtractor(d)
+		t.x, t.decl = fields.NewExtractor(d), d
 	}
-	t.recs = t.recs[:0]
-	for i := range in {
-		r := &in[i]
-		t.recs = append(t.recs, fields.Record{Timestamp: r.Timestamp, Key: r.Key, Value: r.Value})
-	}
-	b, err := t.x.Extract(t.recs)
-	clear(t.recs) // keep no record bytes alive between calls
+	b, err := t.x.Extract(in)
 	if err != nil {
 		return b, err
 	}
-	clear(t.kept)
-	t.kept = t.kept[:0]
-	for _, i := range b.Kept {
-		t.kept = append(t.kept, in[i])
+	t.spans = b.Spans
+	if len(b.Rejects) == 0 {
+		t.kept = in
+		return b, nil
 	}
+	clear(t.keptBuf) // keep no record bytes alive between calls
+	t.keptBuf = t.keptBuf[:0]
+	for _, i := range b.Kept {
+		t.keptBuf = append(t.keptBuf, in[i])
+	}
+	t.kept = t.keptBuf
 	return b, nil
 }
 
@@ -130,11 +133,13 @@ func (w *Worker) runTyped(ctx context.Context, in []record.Record, out *record.O
 		w.stats.errors.Add(uint64(len(b.Rejects)))
 		return nil
 	}
-	frame, err := w.batchCall(ctx, t.kept, b.Frame)
+	kept := t.kept
+	t.kept = nil // it may be in, the caller's
+	frame, err := w.batchCall(ctx, kept, b.Frame)
 	if err != nil {
 		return err
 	}
-	nrej, err := t.decode(&w.dec, frame, t.kept, out, w.rejected)
+	nrej, err := t.decode(&w.dec, frame, kept, out, w.rejected)
 	return w.batchDone(ctx, len(b.Rejects)+nrej, err)
 }
 
@@ -188,11 +193,14 @@ var emptyObject = []byte("{}")
 // apply.
 func (t *typedWorker) patch(d *decoder, a *answers, e *abi.TypedEntry) error {
 	src := &a.in[e.Index]
-	doc := src.Value
+	var v []byte
+	var err error
 	if e.Flags&abi.PatchFlagNew != 0 {
-		doc = emptyObject
+		v, err = t.patcher.ApplyPatch(emptyObject, e.Ops)
+	} else {
+		n := t.decl.Len()
+		v, err = t.patcher.ApplyPatchAt(src.Value, e.Ops, t.decl, t.spans[e.Index*n:(e.Index+1)*n])
 	}
-	v, err := t.patcher.ApplyPatch(doc, e.Ops)
 	if err != nil {
 		return patchFailed(d, a, e.Index, err)
 	}

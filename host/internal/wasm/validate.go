@@ -73,7 +73,7 @@ func exportSignature(name string) (Signature, bool) {
 	case abi.ExportAlloc:
 		return sigAlloc, true
 	case abi.ExportInit, abi.ExportMap, abi.ExportFlatMap, abi.ExportFilter,
-		abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult,
+		abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult, abi.ExportAggResultCtx,
 		abi.ExportTypedMap, abi.ExportTypedFlatMap, abi.ExportTypedFilter, abi.ExportTypedAggAdd:
 		return sigCall, true
 	case abi.ExportAggCreate, abi.ExportFields:

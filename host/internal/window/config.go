@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/record"
 	"github.com/weir-stream/weir/state"
 )
@@ -103,9 +104,14 @@ const (
 	// AggCountDistinct counts the field's distinct values, exactly up to
 	// Aggregate.Exact of them, then approximately with a HyperLogLog.
 	AggCountDistinct
+	// AggCustom is Config.Custom's result, written as a JSON value (as it
+	// is; null when absent) among the built-in aggregates: it combines a
+	// user aggregate with built-in ones. It takes no Field, and at most
+	// one Aggregate has it.
+	AggCustom
 )
 
-var funcNames = [...]string{"", "sum", "count", "avg", "min", "max", "first", "last", "count_distinct"}
+var funcNames = [...]string{"", "sum", "count", "avg", "min", "max", "first", "last", "count_distinct", "custom"}
 
 // String returns the function's lower-case name, such as "count_distinct".
 func (f Func) String() string {
@@ -137,6 +143,15 @@ const (
 	MaxExact     = 1 << 16
 )
 
+// ResultContext is what Aggregator.Result is told of the group whose
+// result is due: Key, its record key (nil for the records without a key,
+// valid during the call only), and its window, Windowed, [Start, End) in
+// milliseconds since the Unix epoch: the bounds the operator writes as
+// window_start and window_end (Start and End are 0 when not Windowed).
+// It is the context a plugin aggregate's weir_agg_result_ctx gets (ABI.md
+// §12.5), and a plain value.
+type ResultContext = abi.AggContext
+
 // Aggregator is a user-defined aggregate, as Flink's AggregateFunction:
 // accumulators are opaque bytes that the operator stores and hands back.
 //
@@ -153,8 +168,10 @@ type Aggregator interface {
 	Add(acc []byte, rec *record.Record) ([]byte, error)
 	// Merge returns the accumulator of the union of a's and b's records.
 	Merge(a, b []byte) ([]byte, error)
-	// Result returns the value of the window's output record.
-	Result(acc []byte) ([]byte, error)
+	// Result returns the value of the window's output record, or with an
+	// AggCustom aggregate, the JSON value of its field (nil for null). c
+	// is the window's: its key and bounds.
+	Result(acc []byte, c ResultContext) ([]byte, error)
 }
 
 // TimeFormat is how window_start and window_end are written.
@@ -209,10 +226,12 @@ type Config struct {
 	// EmitInterval is the processing time between early results, for Emit
 	// Every.
 	EmitInterval time.Duration
-	// Aggregates are the built-in aggregates, output in this order. Exactly
-	// one of Aggregates and Custom is set.
+	// Aggregates are the aggregates, output in this order. At least one of
+	// Aggregates and Custom is set.
 	Aggregates []Aggregate
-	// Custom is a user aggregate; its Result is the output record value.
+	// Custom is a user aggregate. Without Aggregates its Result is the
+	// output record value; with them, one of them must be AggCustom, the
+	// field its Result is written as.
 	Custom Aggregator
 	// KeyField names the output field holding the record key; default
 	// "key".
@@ -300,14 +319,15 @@ func (c *Config) problems() []problem {
 	case c.Emit != Every && c.EmitInterval != 0:
 		add(-1, "emit_interval", "only applies with emit: every")
 	}
-	if c.Custom != nil {
-		return ps // the output is the aggregate's alone
+	if len(c.Aggregates) == 0 {
+		return ps // the output is the Custom aggregate's alone
 	}
 	key := c.KeyField
 	if key == "" {
 		key = "key"
 	}
 	names := map[string]bool{key: true, fieldStart: true, fieldEnd: true}
+	custom := -1
 	for i, a := range c.Aggregates {
 		if a.As != "" && names[a.As] {
 			add(i, "as", "output field %q is already used (by the key, window bounds or another aggregate)", a.As)
@@ -315,6 +335,12 @@ func (c *Config) problems() []problem {
 		names[a.As] = true
 		if a.Exact != 0 && a.Func != AggCountDistinct {
 			add(i, "exact", "only applies to count_distinct")
+		}
+		if a.Func == AggCustom {
+			if custom >= 0 {
+				add(i, "plugin", "a window takes one plugin aggregate; aggregates[%d] is one already", custom)
+			}
+			custom = i
 		}
 	}
 	return ps
@@ -353,11 +379,19 @@ func (c *Config) validate() (size, slide, gap, lateness int64, err error) {
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
+	customs := 0
+	for _, a := range c.Aggregates {
+		if a.Func == AggCustom {
+			customs++
+		}
+	}
 	switch {
-	case c.Custom != nil && len(c.Aggregates) > 0:
-		check(errors.New("set Aggregates or Custom, not both"))
 	case c.Custom == nil && len(c.Aggregates) == 0:
 		check(errors.New("an aggregate is required: set Aggregates or Custom"))
+	case c.Custom != nil && len(c.Aggregates) > 0 && customs == 0:
+		check(errors.New("with Custom and Aggregates, one of Aggregates must be AggCustom, the field of Custom's result"))
+	case c.Custom == nil && customs > 0:
+		check(errors.New("an AggCustom aggregate needs Custom"))
 	}
 	for i, a := range c.Aggregates {
 		check(a.check(i))
@@ -443,6 +477,10 @@ func (a Aggregate) check(i int) error {
 	case AggSum, AggAvg, AggMin, AggMax, AggCountDistinct:
 		if len(a.Field) == 0 {
 			errs = append(errs, fmt.Errorf("%s: %v needs a Field", where, a.Func))
+		}
+	case AggCustom:
+		if len(a.Field) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %v takes no Field", where, a.Func))
 		}
 	}
 	if a.Exact < 0 || a.Exact > MaxExact {

@@ -89,10 +89,13 @@
 //
 // An output record's key is the input key, its timestamp the window's end
 // − 1 (Flink's window max timestamp), its headers none, its Origin the
-// operator. Its value is, for Custom, the Aggregator's Result bytes;
-// otherwise a JSON object with, in order, KeyField (the key's text as a
-// JSON string, null for the nil key), "window_start", "window_end", and
-// each aggregate's As in config order:
+// operator. Its value is, for Custom alone (no Aggregates), the
+// Aggregator's Result bytes; otherwise a JSON object with, in order,
+// KeyField (the key's text as a JSON string, null for the nil key),
+// "window_start", "window_end", and each aggregate's As in config order,
+// where an AggCustom aggregate is Custom's Result, a JSON value written
+// as it is (null when absent; a Result that is not JSON is an error, as a
+// failing Result is):
 //
 //	{"device_id":"00:0f:00:70:91:0a","window_start":"2024-03-17 09:20:00","window_end":"2024-03-17 09:20:30","charge_consumed":2.6100000000000003}
 //
@@ -131,9 +134,11 @@
 // beyond ±2⁶¹ ms, where window arithmetic would overflow. AggCount with a Field counts the
 // records where the field is present and not null; AggFirst, AggLast and
 // AggCountDistinct skip records without the field. A Custom aggregator's
-// Add error rejects the record likewise (reason "aggregate: …"). A Merge
-// or Result error means a broken aggregator: Process or OnWatermark
-// returns it, which stops the pipeline.
+// Add error rejects the record likewise (reason "aggregate: …"), and the
+// built-in aggregates beside it do not count it. A Merge or Result error
+// means a broken aggregator: Process or OnWatermark returns it, which
+// stops the pipeline. Result is given the window's context
+// (ResultContext): its record key and bounds.
 //
 // # State
 //
@@ -170,7 +175,8 @@
 // entry; such state cannot be restored.)
 //
 // where acc is a Custom aggregator's bytes, or the built-in aggregates'
-// encodings one after the other, in config order:
+// encodings one after the other, in config order, followed, with an
+// AggCustom aggregate among them, by the Custom aggregator's bytes:
 //
 //	AggCount          uvarint(n)
 //	AggSum/Min/Max    mode byte: 0 none; 1 int, varint; 2 float, 8 bytes LE IEEE 754

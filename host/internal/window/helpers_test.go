@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -133,6 +134,8 @@ func equalStrings(t *testing.T, what string, got, want []string) {
 type countAgg struct {
 	merges int
 	fail   string // Add fails for values containing this
+	// ctxs are the contexts Result was given, their keys copied.
+	ctxs []ResultContext
 }
 
 func (c *countAgg) Create() []byte { return []byte{0, 0, 0, 0, 0, 0, 0, 0} }
@@ -157,7 +160,9 @@ func (c *countAgg) Merge(a, b []byte) ([]byte, error) {
 	return append(out, country...), nil
 }
 
-func (c *countAgg) Result(acc []byte) ([]byte, error) {
+func (c *countAgg) Result(acc []byte, rc ResultContext) ([]byte, error) {
+	rc.Key = bytes.Clone(rc.Key)
+	c.ctxs = append(c.ctxs, rc)
 	b := append([]byte(`["`), acc[8:]...)
 	b = append(b, `",`...)
 	b = strconv.AppendUint(b, binary.BigEndian.Uint64(acc[:8]), 10)

@@ -59,14 +59,20 @@ func windowConfig(op *config.Operator, env operator.Env) Config {
 		cfg.Slide = w.Step
 	}
 	for _, a := range w.Aggregates {
-		cfg.Aggregates = append(cfg.Aggregates, Aggregate{Func: aggFuncs[a.Func], Field: a.Path, As: a.As, Exact: a.Exact})
+		f := aggFuncs[a.Func]
+		if a.Plugin {
+			f = AggCustom
+		}
+		cfg.Aggregates = append(cfg.Aggregates, Aggregate{Func: f, Field: a.Path, As: a.As, Exact: a.Exact})
 	}
 	return cfg
 }
 
 // loadWindow loads a window operator: one operator per worker, each
 // keeping its keys' windows in the pipeline's state store, with the
-// aggregate plugin, if any, loaded once and instantiated per worker.
+// aggregate plugin, if any, loaded once and instantiated per worker: the
+// operator's own, whose result is the output value, or one listed among
+// the aggregates (AggCustom), whose result is a field of it.
 func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (operator.Operator, error) {
 	cfg := windowConfig(op, env)
 	if op.Plugin == "" {
@@ -86,7 +92,7 @@ func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (ope
 	st := engine.Step{Name: op.Name, BatchSize: op.BatchSize, KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
 		agg, err := plug.NewAggregator(ctx)
 		if err != nil {
-			return nil, operator.AtPlugin(op, err)
+			return nil, operator.AtAggregatePlugin(op, err)
 		}
 		c := cfg
 		c.Custom = agg

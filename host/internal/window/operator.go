@@ -28,6 +28,12 @@ type Operator struct {
 	paths  [][]string // the distinct fields the aggregates read
 	parse  bool       // some aggregate reads the record value
 	custom Aggregator
+	// mixed says custom's result is a field among the built-in
+	// aggregates' (an AggCustom aggregate), written after the first
+	// customAt of specs, as customAs.
+	mixed    bool
+	customAt int
+	customAs string
 
 	wm     int64                // the latest watermark
 	keys   map[string]*keyState // open state by record key
@@ -128,8 +134,8 @@ type unit struct {
 	stored  bool   // written to the Store
 }
 
-// acc is an accumulator: the built-in aggregates' values, or a Custom
-// aggregator's bytes.
+// acc is an accumulator: the built-in aggregates' values, a Custom
+// aggregator's bytes, or both (Operator.mixed).
 type acc struct {
 	vals   []aggVal
 	custom []byte
@@ -180,6 +186,10 @@ func New(cfg Config) (*Operator, error) {
 		o.pane = slide
 	}
 	for _, a := range cfg.Aggregates {
+		if a.Func == AggCustom {
+			o.mixed, o.customAt, o.customAs = true, len(o.specs), a.As
+			continue
+		}
 		s := spec{fn: a.Func, as: a.As, field: fieldText(a.Field), path: -1, exact: exactLimit(a.Exact)}
 		if len(a.Field) > 0 || a.Func == AggFirst || a.Func == AggLast {
 			s.path = o.pathIndex(a.Field)
@@ -350,7 +360,9 @@ func (o *Operator) add(a *acc, rec *record.Record) string {
 			return "aggregate: " + err.Error()
 		}
 		a.custom = c
-		return ""
+		if !o.mixed {
+			return ""
+		}
 	}
 	for j := range o.specs {
 		a.vals[j].add(&o.specs[j], &o.inputs[j], rec.Timestamp)
@@ -366,7 +378,9 @@ func (o *Operator) merge(dst, src *acc) error {
 			return fmt.Errorf("window %q: aggregate Merge: %w", o.cfg.Name, err)
 		}
 		dst.custom = c
-		return nil
+		if !o.mixed {
+			return nil
+		}
 	}
 	for j := range o.specs {
 		dst.vals[j].merge(&o.specs[j], &src.vals[j])
@@ -376,8 +390,12 @@ func (o *Operator) merge(dst, src *acc) error {
 
 // newAcc returns an empty accumulator.
 func (o *Operator) newAcc() acc {
+	var a acc
 	if o.custom != nil {
-		return acc{custom: o.custom.Create()}
+		a.custom = o.custom.Create()
+		if !o.mixed {
+			return a
+		}
 	}
 	if n := len(o.freeVals); n > 0 {
 		v := o.freeVals[n-1]
@@ -385,16 +403,20 @@ func (o *Operator) newAcc() acc {
 		for j := range v {
 			v[j].reset()
 		}
-		return acc{vals: v}
+		a.vals = v
+		return a
 	}
-	return acc{vals: make([]aggVal, len(o.specs))}
+	a.vals = make([]aggVal, len(o.specs))
+	return a
 }
 
 // resetAcc empties a.
 func (o *Operator) resetAcc(a *acc) {
 	if o.custom != nil {
 		a.custom = o.custom.Create()
-		return
+		if !o.mixed {
+			return
+		}
 	}
 	for j := range a.vals {
 		a.vals[j].reset()
@@ -677,12 +699,24 @@ func (o *Operator) emitWindow(ks *keyState, s, e int64, out *record.Output) erro
 
 // emit appends the result of ks's window [s, e) with accumulator a to out.
 func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *record.Output) error {
-	var value []byte
+	var value, res []byte
 	if o.custom != nil {
-		res, err := o.custom.Result(a.custom)
-		if err != nil {
+		c := ResultContext{Windowed: true, Start: s, End: e}
+		if !ks.global {
+			c.Key = unsafe.Slice(unsafe.StringData(ks.key), len(ks.key))
+			if c.Key == nil {
+				c.Key = []byte{}
+			}
+		}
+		var err error
+		if res, err = o.custom.Result(a.custom, c); err != nil {
 			return fmt.Errorf("window %q: aggregate Result: %w", o.cfg.Name, err)
 		}
+		if o.mixed && res != nil && !wjson.Valid(res) {
+			return fmt.Errorf("window %q: aggregate Result: the value of %q is not JSON: %s", o.cfg.Name, o.customAs, quoteSome(res))
+		}
+	}
+	if !o.mixed && o.custom != nil {
 		value = out.Arena.Copy(res)
 		if value == nil {
 			value = []byte{}
@@ -702,8 +736,14 @@ func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *record.Output) er
 		w.Key(fieldEnd)
 		o.writeTime(e)
 		for j := range o.specs {
+			if o.mixed && j == o.customAt {
+				writeCustom(w, o.customAs, res)
+			}
 			w.Key(o.specs[j].as)
 			a.vals[j].write(&o.specs[j], w)
+		}
+		if o.mixed && o.customAt == len(o.specs) {
+			writeCustom(w, o.customAs, res)
 		}
 		w.EndObject()
 		o.val = w.Bytes()
@@ -719,6 +759,26 @@ func (o *Operator) emit(ks *keyState, s, e int64, a *acc, out *record.Output) er
 	out.Records = append(out.Records, record.Record{Key: key, Value: value, Timestamp: e - 1,
 		Origin: record.Origin{Source: o.cfg.Name, Partition: -1}})
 	return nil
+}
+
+// writeCustom writes the Custom aggregate's result v as the field as: its
+// JSON value as it is, null when absent.
+func writeCustom(w *wjson.Writer, as string, v []byte) {
+	w.Key(as)
+	if v == nil {
+		w.Null()
+		return
+	}
+	w.Raw(v)
+}
+
+// quoteSome quotes the start of b, for an error message.
+func quoteSome(b []byte) string {
+	const most = 64
+	if len(b) > most {
+		return fmt.Sprintf("%q...", b[:most])
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 const (
@@ -849,11 +909,14 @@ func (o *Operator) appendUnit(b []byte, u *unit) []byte {
 		b = binary.AppendUvarint(b, uint64(u.seq))
 	}
 	b = binary.AppendUvarint(b, u.rank)
-	if o.custom != nil {
+	if o.custom != nil && !o.mixed {
 		return append(b, u.acc.custom...)
 	}
 	for j := range o.specs {
 		b = u.acc.vals[j].appendState(b, &o.specs[j])
+	}
+	if o.mixed {
+		b = append(b, u.acc.custom...) // last: the rest of the value
 	}
 	return b
 }
@@ -901,7 +964,7 @@ func (o *Operator) decodeUnit(b []byte, start int64) (unit, error) {
 	if b == nil {
 		return unit{}, errCorrupt
 	}
-	if o.custom != nil {
+	if o.custom != nil && !o.mixed {
 		u.acc.custom = append([]byte(nil), b...)
 		return u, nil
 	}
@@ -910,6 +973,10 @@ func (o *Operator) decodeUnit(b []byte, start int64) (unit, error) {
 		if b, err = u.acc.vals[j].decodeState(b, &o.specs[j]); err != nil {
 			return unit{}, err
 		}
+	}
+	if o.mixed {
+		u.acc.custom = append([]byte(nil), b...)
+		return u, nil
 	}
 	if len(b) != 0 {
 		return unit{}, errCorrupt

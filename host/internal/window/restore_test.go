@@ -61,7 +61,7 @@ func (listAgg) Add(acc []byte, rec *record.Record) ([]byte, error) {
 
 func (listAgg) Merge(a, b []byte) ([]byte, error) { return append(a, b...), nil }
 
-func (listAgg) Result(acc []byte) ([]byte, error) {
+func (listAgg) Result(acc []byte, _ ResultContext) ([]byte, error) {
 	out := []byte{'['}
 	for len(acc) > 0 {
 		x, n := binary.Varint(acc)
@@ -405,7 +405,8 @@ type windowCase struct {
 
 // windowCases are the window configurations of the restore tests: every
 // kind, with and without lateness, in every emit mode, with built-in
-// aggregates and a Custom aggregator.
+// aggregates and a Custom aggregator; and, with lateness in mode Every,
+// both together (AggCustom).
 func windowCases() []windowCase {
 	var cases []windowCase
 	for _, kind := range []Kind{Tumbling, Sliding, Session, Count, Cumulate} {
@@ -414,7 +415,10 @@ func windowCases() []windowCase {
 				continue
 			}
 			for _, emit := range []EmitMode{OnClose, OnUpdate, Every} {
-				for _, custom := range []bool{false, true} {
+				for _, custom := range []int{0, 1, 2} { // built-in, custom, mixed
+					if custom == 2 && (late == 0 && kind != Count || emit != Every) {
+						continue
+					}
 					cfg := Config{Kind: kind, AllowedLateness: late, Emit: emit, TimeFormat: EpochMillis}
 					switch kind {
 					case Tumbling:
@@ -432,10 +436,14 @@ func windowCases() []windowCase {
 						cfg.EmitInterval = 200 * time.Millisecond
 					}
 					agg := "builtin"
-					if custom {
-						cfg.Custom, agg = listAgg{}, "custom"
-					} else {
+					switch custom {
+					case 0:
 						cfg.Aggregates = restoreAggs
+					case 1:
+						cfg.Custom, agg = listAgg{}, "custom"
+					case 2:
+						mixed := append(slices.Clone(restoreAggs[:4]), Aggregate{Func: AggCustom, As: "list"})
+						cfg.Custom, cfg.Aggregates, agg = listAgg{}, append(mixed, restoreAggs[4:]...), "mixed"
 					}
 					cases = append(cases, windowCase{fmt.Sprintf("%v/late=%v/%v/%s", kind, late, emit, agg), cfg})
 				}

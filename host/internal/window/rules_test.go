@@ -8,6 +8,10 @@ import (
 	"github.com/weir-stream/weir/host/internal/window"
 )
 
+// wasmPlugin is a module for the window rules' plugin aggregates, which
+// the config only checks exists.
+const wasmPlugin = "../../../plugins/conformance/wat/words.wasm"
+
 // TestWindowRulesInPipelineFiles checks that the window's rules (the ones
 // New applies) reach a pipeline file through the window's Schema, each at
 // the line and field that breaks it.
@@ -33,6 +37,9 @@ func TestWindowRulesInPipelineFiles(t *testing.T) {
 			want: `"w".allowed_lateness: does not apply to a count window`},
 		{name: "sub-millisecond size", op: `{name: w, type: window, kind: tumbling, size: 1500us, aggregates: [{func: count, as: n}]}`,
 			want: `"w".size: 1.5ms is not a whole number of milliseconds`},
+		{name: "valid with a plugin", op: `{name: w, type: window, kind: count, count: 3, aggregates: [{func: count, as: n}, {plugin: ` + wasmPlugin + `, as: p}]}`},
+		{name: "plugin output named as the bounds", op: `{name: w, type: window, kind: count, count: 3, aggregates: [{func: count, as: n}, {plugin: ` + wasmPlugin + `, as: window_end}]}`,
+			want: `operators[0] "w".aggregates[1].as: output field "window_end" is already used`},
 		{name: "not checked after a field error", op: `{name: w, type: window, kind: sliding, size: x, slide: 2s, aggregates: [{func: count, as: n}]}`,
 			want: `invalid duration "x"`},
 	}

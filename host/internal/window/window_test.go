@@ -668,7 +668,7 @@ func TestConfigErrors(t *testing.T) {
 		{name: "every without interval", change: func(c *Config) { c.Emit = Every }, want: `emit: every needs a positive "emit_interval"`},
 		{name: "interval without every", change: func(c *Config) { c.EmitInterval = time.Second }, want: "emit_interval: only applies with emit: every"},
 		{name: "no aggregate", change: func(c *Config) { c.Aggregates = nil }, want: "an aggregate is required"},
-		{name: "both", change: func(c *Config) { c.Custom = &countAgg{} }, want: "not both"},
+		{name: "both", change: func(c *Config) { c.Custom = &countAgg{} }, want: "one of Aggregates must be AggCustom"},
 		{name: "no as", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggCount}} }, want: "As is required"},
 		{name: "reserved as", change: func(c *Config) { c.Aggregates = []Aggregate{{Func: AggCount, As: "window_end"}} }, want: `output field "window_end" is already used`},
 		{name: "key field as", change: func(c *Config) { c.KeyField = "n" }, want: `output field "n" is already used`},

@@ -8,6 +8,12 @@
  *
  * Config: {"field": "name"} (the default field is "name").
  *
+ * It uses typed fields: it declares the field it reads, weir reads it from
+ * each record natively and passes it here as a string, and writes the
+ * answer (a patch) into the record. A record whose field is missing, null
+ * or not a string goes to the pipeline's dead-letter output with weir's
+ * reason, before this code sees it.
+ *
  * weir.h and weir.c are the weir C SDK (see weir.h for its API). weir
  * builds this folder itself when a pipeline names it as a plugin:
  *
@@ -24,55 +30,37 @@
  */
 #include "weir.h"
 
-static weir_buf field; /* the configured field name */
-static weir_buf text;  /* scratch: the field's decoded text */
-static weir_buf msg;   /* scratch: error messages */
+static weir_buf field; /* the configured field name, NUL-terminated */
+static weir_buf text;  /* scratch: the upper-cased field */
+
+/* The fields are declared at init, from the config. */
+WEIR_FIELDS();
 
 /* init receives the operator's config, as JSON. Returning a message
  * rejects the configuration and stops the pipeline from starting. */
 static const char *init(const uint8_t *config, size_t len) {
     weir_buf_str(&field, "name");
-    return weir_config_string(config, len, "field", &field);
+    const char *err = weir_config_string(config, len, "field", &field);
+    if (err)
+        return err;
+    weir_buf_append(&field, "", 1);
+    weir_declare_field((const char *)field.data, WEIR_TYPE_STRING, WEIR_FIELD_REQUIRED | WEIR_FIELD_STRICT);
+    return NULL;
 }
 WEIR_INIT(init);
 
-static void reject_field(weir_out *out, const char *before, const char *after) {
-    msg.len = 0;
-    weir_buf_str(&msg, before);
-    weir_buf_append(&msg, field.data, field.len);
-    weir_buf_str(&msg, after);
-    weir_reject_n(out, (const char *)msg.data, msg.len);
-}
-
-/* upper is called once per record. Rejected records go to the pipeline's
- * dead-letter output with the message. */
-static void upper(const weir_record *r, weir_out *out) {
-    weir_json_value v;
-    const char *err = weir_json_get_n(r->value, r->value_len, (const char *)field.data, field.len, &v);
-    if (err) {
-        weir_reject(out, err);
-        return;
-    }
-    if (v.kind == WEIR_JSON_NONE) {
-        reject_field(out, "missing field ", "");
-        return;
-    }
-    if (v.kind != WEIR_JSON_STRING) {
-        reject_field(out, "field ", " is not a string");
-        return;
-    }
+/* upper is called once per record r of the batch b, its field 0 the one
+ * configured. weir_typed_reject would send the record to the dead-letter
+ * output with a message. */
+static void upper(const weir_typed_batch *b, uint32_t r, weir_typed_out *out) {
+    weir_bytes s = weir_typed_string(b, 0, r); /* present: required */
     text.len = 0;
-    weir_json_string(&v, &text);
-    for (size_t i = 0; i < text.len; i++)
-        if (text.data[i] >= 'a' && text.data[i] <= 'z')
-            text.data[i] -= 'a' - 'A';
-
-    /* Build the new value in place: the input up to the field's value,
-     * the new string, and the rest of the input. */
-    weir_buf *dst = weir_value_begin(out);
-    weir_buf_append(dst, r->value, v.offset);
-    weir_json_quote(dst, text.data, text.len);
-    weir_buf_append(dst, v.raw + v.len, r->value_len - v.offset - v.len);
-    weir_value_end(out);
+    uint8_t *t = weir_buf_reserve(&text, s.len);
+    for (size_t i = 0; i < s.len; i++) {
+        uint8_t c = s.ptr[i];
+        t[i] = c >= 'a' && c <= 'z' ? c - ('a' - 'A') : c;
+    }
+    weir_patch_begin(out, 0, NULL, 0, 0);
+    weir_patch_set_string(out, (const char *)field.data, t, s.len);
 }
-WEIR_MAP(upper);
+WEIR_TYPED_MAP(upper);

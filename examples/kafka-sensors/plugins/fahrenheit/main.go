@@ -1,40 +1,37 @@
 // Command fahrenheit is the kafka-sensors example's map plugin. It adds
 // "temp_f", the reading's "temp" in degrees Fahrenheit rounded to two
-// decimals, as the last field of each JSON reading, keeping every other byte
-// as it was. A reading without a numeric "temp" is rejected with an error,
-// which sends it to the dead-letter topic.
+// decimals, as the last field of each JSON reading (or in place of a
+// temp_f it already has), keeping every other byte as it was.
+//
+// It uses the typed convention: it declares the fields, the host reads
+// them from each reading, natively, and writes the plugin's answer into
+// the reading. temp is required and must be a number, so the host sends a
+// reading without one to the dead-letter topic with the reason (such as
+// field "temp": want float, found string) before the plugin sees it.
+// temp_f is declared too, though the plugin only writes it: that lets the
+// host add it without reading the record again.
 package main
 
 import (
-	"bytes"
-	"errors"
 	"math"
 
-	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 )
 
+// The declared fields, by index.
+const (
+	temp = iota
+	tempF
+)
+
 func init() {
-	weir.MapTo(func(r *weir.Record, out *weir.Output) error {
-		v, err := wjson.Get(r.Value, "temp")
-		if err != nil {
-			return err
-		}
-		if v.Kind != wjson.Number {
-			return errors.New("reading has no numeric temp")
-		}
-		c, err := v.Float()
-		if err != nil {
-			return err
-		}
-		f := math.Round((c*9/5+32)*100) / 100
-		end := bytes.LastIndexByte(r.Value, '}')
-		out.BuildValue(func(dst []byte) []byte {
-			dst = append(dst, r.Value[:end]...)
-			dst = append(dst, `,"temp_f":`...)
-			dst = wjson.AppendFloat(dst, f)
-			return append(dst, r.Value[end:]...)
-		})
+	weir.Fields(
+		weir.FloatField("temp", weir.Required|weir.Strict),
+		weir.FloatField("temp_f", 0),
+	)
+	weir.TypedMap(func(r *weir.Row, p *weir.Patch) error {
+		c, _ := r.Float(temp) // present: required
+		p.SetFloat("temp_f", math.Round((c*9/5+32)*100)/100)
 		return nil
 	})
 }

@@ -1,14 +1,18 @@
 // Command auction-filter is Nexmark q2's filter plugin: it keeps the bids
 // whose auction id is a multiple of the "modulus" in its config (123 in
-// the spec's query). A record without an integer "auction" is rejected, to
-// the dead-letter output.
+// the spec's query).
+//
+// It uses the typed convention (ABI.md §14): it declares auction as a
+// required, strict int, so the host parses each bid natively and hands the
+// plugin the id alone. A record whose auction is missing, null or not an
+// integer is dead-lettered by the host, with its reason (`field "auction":
+// want int, found string`), and never reaches the plugin.
 package main
 
 import (
 	"encoding/json"
 	"errors"
 
-	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 )
 
@@ -30,15 +34,9 @@ func init() {
 		}
 		return nil
 	})
-	weir.Filter(func(r *weir.Record) (bool, error) {
-		v, err := wjson.Get(r.Value, "auction")
-		if err != nil {
-			return false, err
-		}
-		id, err := v.Int()
-		if err != nil {
-			return false, errors.New("bid has no integer auction")
-		}
+	weir.Fields(weir.IntField("auction", weir.Required|weir.Strict))
+	weir.TypedFilter(func(r *weir.Row) (bool, error) {
+		id, _ := r.Int(0) // present: the field is required and strict
 		return id%modulus == 0, nil
 	})
 }

@@ -1,14 +1,19 @@
 // Command currency is Nexmark q1's map plugin: it converts each bid's price
 // from dollars to euros, price × 0.908, keeping every other byte of the
-// bid as it was. The new price is a JSON number written as the shortest
-// decimal that reads back as the float64 product (wjson.AppendFloat). A
-// record without a numeric "price" is rejected, to the dead-letter output.
+// bid as it was.
+//
+// It uses the typed convention (ABI.md §14): it declares price as a
+// required, strict float, so the host parses each bid natively and hands
+// the plugin the price alone, and the plugin answers with a patch setting
+// price to the product, which the host writes into the bid as the
+// shortest decimal that reads back as the same float64 (as Python's repr
+// and wjson.AppendFloat do). A record whose price is missing, null or not
+// a number is dead-lettered by the host, with its reason (`field "price":
+// missing`), and never reaches the plugin. plugins/currency-c is the same
+// map in C through the raw ABI, which parses the bid in the guest.
 package main
 
 import (
-	"errors"
-
-	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 )
 
@@ -16,27 +21,10 @@ import (
 const Rate = 0.908
 
 func init() {
-	weir.MapTo(func(r *weir.Record, out *weir.Output) error {
-		v, err := wjson.Get(r.Value, "price")
-		if err != nil {
-			return err
-		}
-		if v.Kind != wjson.Number {
-			return errors.New("bid has no numeric price")
-		}
-		p, err := v.Float()
-		if err != nil {
-			return err
-		}
-		// v.Raw lies inside r.Value: its offset is the difference of the
-		// capacities.
-		at := cap(r.Value) - cap(v.Raw)
-		end := at + len(v.Raw)
-		out.BuildValue(func(dst []byte) []byte {
-			dst = append(dst, r.Value[:at]...)
-			dst = wjson.AppendFloat(dst, p*Rate)
-			return append(dst, r.Value[end:]...)
-		})
+	weir.Fields(weir.FloatField("price", weir.Required|weir.Strict))
+	weir.TypedMap(func(r *weir.Row, p *weir.Patch) error {
+		price, _ := r.Float(0) // present: the field is required and strict
+		p.SetFloat("price", price*Rate)
 		return nil
 	})
 }

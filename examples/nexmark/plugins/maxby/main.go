@@ -11,48 +11,84 @@
 //	rows:      the result's field holding the rows, default "rows"
 //	copy:      fields copied once, from the window's first record, to the
 //	           front of the result (q5: window_start, window_end)
-//	window_ms: with time, add window_start and window_end (epoch ms) for a
-//	time:      tumbling window of window_ms, from the time field of a row
+//	window:    true: window_start and window_end (epoch ms) at the front of
+//	           the result, the bounds of the window it is the result of
+//	           (q7), which the host gives the result call with the group's
+//	           key (weir.AggContext, weir_agg_result_ctx in ABI.md §12.5);
+//	           a result without a window then fails
 //
-// The result is one JSON object, its fields in this order: the copy fields
-// (or window_start and window_end), by with the maximum, then rows: the
-// kept fields of every record with the maximum, in the order they were
-// added (merged accumulators: a's rows, then b's). For example, for q7:
+// Unknown config fields fail init (window_ms and time, which computed a
+// tumbling window's bounds from a row before the host gave them, are
+// gone).
+//
+// The result is one JSON object, its fields in this order: window_start
+// and window_end (with window), the copy fields, by with the maximum, then
+// rows: the kept fields of every record with the maximum, in the order
+// they were added (merged accumulators: a's rows, then b's). For example,
+// for q7:
 //
 //	{"window_start":1436918400000,"window_end":1436918410000,"price":99970203,"bids":[{"auction":1007,"bidder":1001,"price":99970203,"dateTime":1436918404242}]}
 //
-// A record without an integer by field is rejected, to the dead-letter
-// output. Missing keep or copy fields are written as null.
+// It uses the typed convention (ABI.md §14): at init it declares by as a
+// required, strict int and the keep and copy fields as raw JSON text, so
+// the host parses each record natively and the plugin reads the fields
+// from the typed batch, parsing nothing. A record whose by field is
+// missing, null or not an integer is dead-lettered by the host, with its
+// reason (`field "price": want int, found string`). Missing keep or copy
+// fields are written as null, and others as their JSON text, as it is; a
+// keep or copy field that is the by field is written as the integer.
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
+	"strconv"
 
+	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
 )
 
 var cfg struct {
-	By       string   `json:"by"`
-	Keep     []string `json:"keep"`
-	Rows     string   `json:"rows"`
-	Copy     []string `json:"copy"`
-	WindowMS int64    `json:"window_ms"`
-	Time     string   `json:"time"`
+	By     string   `json:"by"`
+	Keep   []string `json:"keep"`
+	Rows   string   `json:"rows"`
+	Copy   []string `json:"copy"`
+	Window bool     `json:"window"`
 }
 
-// acc holds the maximum so far and the rows that have it. head is a JSON
-// object of the copied fields, from the first record; rows are JSON
-// objects.
+// member is one field a row or the head writes: its quoted name and
+// colon, and its declared field (0 is by).
+type member struct {
+	key   []byte
+	field int
+}
+
+// keep and copy are the members of a row and of the head; byKey and
+// rowsKey the result's by and rows names, quoted, with the colon.
+var (
+	keep, copyFields []member
+	byKey, rowsKey   []byte
+)
+
+// acc holds the maximum so far and the rows that have it. head is the
+// copy fields of the window's first record, as object members each
+// followed by a comma; rows are the rows' JSON objects, separated by
+// commas. own says whether rows is the scratch buffer (after an add), not
+// the decoded input: only then may rows be appended to in place. Encoded:
+// 0 for none, or 1, max, head, rows.
 type acc struct {
 	has  bool
 	max  int64
 	head []byte
-	rows [][]byte
+	rows []byte
+	own  bool
 }
+
+// Scratch space for the accumulator of the group being folded: the SDK
+// folds one group at a time and encodes its accumulator before the next.
+var headBuf, rowsBuf []byte
 
 var codec = weir.Codec[acc]{
 	Append: func(dst []byte, a acc) []byte {
@@ -62,11 +98,7 @@ var codec = weir.Codec[acc]{
 		dst = append(dst, 1)
 		dst = weir.AppendInt64(dst, a.max)
 		dst = weir.AppendBytes(dst, a.head)
-		dst = weir.AppendUint64(dst, uint64(len(a.rows)))
-		for _, r := range a.rows {
-			dst = weir.AppendBytes(dst, r)
-		}
-		return dst
+		return weir.AppendBytes(dst, a.rows)
 	},
 	Decode: func(b []byte) (acc, error) {
 		if len(b) == 0 {
@@ -76,22 +108,19 @@ var codec = weir.Codec[acc]{
 			return acc{}, nil
 		}
 		d := weir.NewAccDecoder(b[1:])
-		a := acc{has: true, max: d.Int64(), head: d.Bytes()}
-		n := d.Uint64()
-		if n > uint64(len(b)) {
-			return acc{}, errors.New("corrupt accumulator")
+		a := acc{has: true, max: d.Int64(), head: d.Bytes(), rows: d.Bytes()}
+		if err := d.End(); err != nil {
+			return acc{}, err
 		}
-		a.rows = make([][]byte, 0, n)
-		for range n {
-			a.rows = append(a.rows, d.Bytes())
-		}
-		return a, d.End()
+		return a, nil
 	},
 }
 
 func init() {
 	weir.Init(func(config []byte) error {
-		if err := json.Unmarshal(config, &cfg); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(config))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
 			return err
 		}
 		if cfg.By == "" || len(cfg.Keep) == 0 {
@@ -100,69 +129,96 @@ func init() {
 		if cfg.Rows == "" {
 			cfg.Rows = "rows"
 		}
-		if (cfg.WindowMS > 0) != (cfg.Time != "") {
-			return errors.New(`"window_ms" and "time" go together`)
-		}
+		declare()
 		return nil
 	})
-	weir.Aggregate(weir.AggregateFuncs[acc]{
-		Create: func() acc { return acc{} },
-		Add:    add,
-		Merge:  merge,
-		Result: result,
-		Codec:  codec,
+	weir.TypedAggregate(weir.TypedAggregateFuncs[acc]{
+		Create:    func() acc { return acc{} },
+		Add:       add,
+		Merge:     merge,
+		ResultCtx: result,
+		Codec:     codec,
 	})
 }
 
-// fields writes the named fields of the JSON object v as members.
-func fields(w *wjson.Writer, v []byte, names []string) error {
-	for _, f := range names {
-		x, err := wjson.Get(v, f)
-		if err != nil {
-			return err
+// declare declares the fields: by, then each other keep or copy field
+// once, as raw text. Each is a member of the record's value, as its name
+// says, even with a '.' in it: the declared paths escape it.
+func declare() {
+	fields := []weir.Field{weir.IntField(path(cfg.By), weir.Required|weir.Strict)}
+	index := map[string]int{cfg.By: 0}
+	members := func(names []string) []member {
+		var ms []member
+		for _, name := range names {
+			f, ok := index[name]
+			if !ok {
+				f = len(fields)
+				index[name] = f
+				fields = append(fields, weir.RawField(path(name), 0))
+			}
+			ms = append(ms, member{key: quoted(name), field: f})
 		}
-		w.Key(f)
-		if x.Exists() {
-			w.Raw(x.Raw)
-		} else {
-			w.Null()
-		}
+		return ms
 	}
-	return nil
+	keep, copyFields = members(cfg.Keep), members(cfg.Copy)
+	byKey, rowsKey = quoted(cfg.By), quoted(cfg.Rows)
+	weir.Fields(fields...)
 }
 
-func add(a acc, r *weir.Record) (acc, error) {
-	x, err := wjson.Get(r.Value, cfg.By)
-	if err != nil {
-		return a, err
+func quoted(name string) []byte { return append(wjson.AppendQuote(nil, name), ':') }
+
+// path is the field path of the member name (ABI.md §14.1).
+func path(name string) string { return string(abi.AppendPath(nil, name)) }
+
+// appendMember appends m's name and its value in r.
+func appendMember(dst []byte, m member, r *weir.Row) []byte {
+	dst = append(dst, m.key...)
+	if m.field == 0 {
+		v, _ := r.Int(0)
+		return strconv.AppendInt(dst, v, 10)
 	}
-	v, err := x.Int()
-	if err != nil {
-		return a, fmt.Errorf("field %q is not an integer", cfg.By)
+	if v, ok := r.Bytes(m.field); ok {
+		return append(dst, v...)
 	}
+	return append(dst, "null"...)
+}
+
+// appendRow appends r's row: its keep fields, as a JSON object.
+func appendRow(dst []byte, r *weir.Row) []byte {
+	dst = append(dst, '{')
+	for i, m := range keep {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendMember(dst, m, r)
+	}
+	return append(dst, '}')
+}
+
+func add(a acc, r *weir.Row) (acc, error) {
+	v, _ := r.Int(0) // present: by is required and strict
 	if a.has && v < a.max {
 		return a, nil
 	}
-	var w wjson.Writer
-	w.BeginObject()
-	if err := fields(&w, r.Value, cfg.Keep); err != nil {
-		return a, err
-	}
-	w.EndObject()
-	row := w.Bytes()
 	if !a.has {
-		var h wjson.Writer
-		h.BeginObject()
-		if err := fields(&h, r.Value, cfg.Copy); err != nil {
-			return a, err
+		headBuf = headBuf[:0]
+		for _, m := range copyFields {
+			headBuf = append(appendMember(headBuf, m, r), ',')
 		}
-		h.EndObject()
-		a.has, a.head = true, h.Bytes()
+		a.has, a.head = true, headBuf
 	}
 	if v > a.max || len(a.rows) == 0 {
-		a.max, a.rows = v, a.rows[:0]
+		rowsBuf = appendRow(rowsBuf[:0], r)
+		a.max, a.rows, a.own = v, rowsBuf, true
+		return a, nil
 	}
-	a.rows = append(a.rows, row)
+	if a.own {
+		rowsBuf = a.rows
+	} else {
+		rowsBuf = append(rowsBuf[:0], a.rows...)
+	}
+	rowsBuf = appendRow(append(rowsBuf, ','), r)
+	a.rows, a.own = rowsBuf, true
 	return a, nil
 }
 
@@ -175,46 +231,36 @@ func merge(a, b acc) acc {
 	case b.max > a.max:
 		b.head = a.head
 		return b
-	case b.max == a.max:
-		a.rows = append(a.rows[:len(a.rows):len(a.rows)], b.rows...)
+	case b.max == a.max && len(b.rows) > 0:
+		if len(a.rows) == 0 {
+			a.rows = b.rows
+			break
+		}
+		rows := make([]byte, 0, len(a.rows)+1+len(b.rows))
+		a.rows = append(append(append(rows, a.rows...), ','), b.rows...)
 	}
 	return a
 }
 
-func result(dst []byte, a acc) ([]byte, error) {
-	var w wjson.Writer
-	w.Reset(dst)
-	w.BeginObject()
-	if cfg.WindowMS > 0 && len(a.rows) > 0 {
-		t, err := wjson.Get(a.rows[0], cfg.Time)
-		if err != nil {
-			return nil, err
+// result writes the group's result; with window, the bounds of the
+// window c says it is the result of.
+func result(dst []byte, a acc, c weir.AggContext) ([]byte, error) {
+	dst = append(dst, '{')
+	if cfg.Window {
+		if !c.Windowed {
+			return nil, errors.New(`config "window": the result has no window (maxby runs in a window operator, on a host that gives the result call its window)`)
 		}
-		ms, err := t.Int()
-		if err != nil {
-			return nil, fmt.Errorf("field %q is not an integer", cfg.Time)
-		}
-		start := int64(math.Floor(float64(ms)/float64(cfg.WindowMS))) * cfg.WindowMS
-		w.Key("window_start")
-		w.Int(start)
-		w.Key("window_end")
-		w.Int(start + cfg.WindowMS)
+		dst = strconv.AppendInt(append(dst, `"window_start":`...), c.Start, 10)
+		dst = strconv.AppendInt(append(dst, `,"window_end":`...), c.End, 10)
+		dst = append(dst, ',')
 	}
 	if a.has {
-		if err := fields(&w, a.head, cfg.Copy); err != nil {
-			return nil, err
-		}
+		dst = append(dst, a.head...)
 	}
-	w.Key(cfg.By)
-	w.Int(a.max)
-	w.Key(cfg.Rows)
-	w.BeginArray()
-	for _, r := range a.rows {
-		w.Raw(r)
-	}
-	w.EndArray()
-	w.EndObject()
-	return w.Bytes(), nil
+	dst = strconv.AppendInt(append(dst, byKey...), a.max, 10)
+	dst = append(append(append(dst, ','), rowsKey...), '[')
+	dst = append(dst, a.rows...)
+	return append(dst, "]}"...), nil
 }
 
 func main() {}

@@ -17,6 +17,7 @@ export const EXPORT_AGG_CREATE: string = "weir_agg_create";
 export const EXPORT_AGG_ADD: string = "weir_agg_add";
 export const EXPORT_AGG_MERGE: string = "weir_agg_merge";
 export const EXPORT_AGG_RESULT: string = "weir_agg_result";
+export const EXPORT_AGG_RESULT_CTX: string = "weir_agg_result_ctx";
 export const EXPORT_OPS: string = "weir_ops";
 export const EXPORT_GC: string = "weir_gc";
 export const EXPORT_INITIALIZE: string = "_initialize";
@@ -76,6 +77,10 @@ export const FLAG_HEADERS: u8 = 4;
 // The statuses of a value output frame's entries (ABI.md §12.4).
 export const AGG_OK: u8 = 0;
 export const AGG_ERROR: u8 = 1;
+
+// The flags byte of an accumulator's context in a weir_agg_result_ctx frame
+// (ABI.md §12.5): the group is a window's.
+export const AGG_CONTEXT_WINDOWED: u8 = 1;
 
 // The bits of the weir_ops export's answer, one per operation (ABI.md §4.1).
 export const OP_MAP: u32 = 1;

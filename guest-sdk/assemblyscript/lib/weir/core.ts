@@ -20,31 +20,39 @@ let mapFn: MapFn | null = null;
 let flatMapFn: FlatMapFn | null = null;
 let filterFn: FilterFn | null = null;
 
-function mustRegister(dup: bool, kind: string): void {
-  if (dup) abort("weir: " + kind + " function already registered");
+// The weir_ops bits of the batch operations registered, raw or typed.
+let claimed: u32 = 0;
+
+/**
+ * @internal claims the batch operation bit (OPS_MAP, ...) for a raw or
+ * typed registration: an operation has one function.
+ */
+export function claimOp(bit: u32, kind: string): void {
+  if (claimed & bit) abort("weir: " + kind + " function already registered");
+  claimed |= bit;
 }
 
 /** Registers the function that receives the operator's config. Optional. */
 export function registerInit(fn: InitFn): void {
-  mustRegister(initFn !== null, "init");
+  if (initFn !== null) abort("weir: init function already registered");
   initFn = fn;
 }
 
 /** Registers the map function. */
 export function registerMap(fn: MapFn): void {
-  mustRegister(mapFn !== null, "map");
+  claimOp(OPS_MAP, "map");
   mapFn = fn;
 }
 
 /** Registers the flat_map function. */
 export function registerFlatMap(fn: FlatMapFn): void {
-  mustRegister(flatMapFn !== null, "flat_map");
+  claimOp(OPS_FLAT_MAP, "flat_map");
   flatMapFn = fn;
 }
 
 /** Registers the filter function. */
 export function registerFilter(fn: FilterFn): void {
-  mustRegister(filterFn !== null, "filter");
+  claimOp(OPS_FILTER, "filter");
   filterFn = fn;
 }
 
@@ -120,6 +128,35 @@ export function countEntry(): void {
   entries++;
 }
 
+/** @internal the entries written to the frame so far */
+// @ts-ignore: decorator
+@inline
+export function entryCount(): u32 {
+  return entries;
+}
+
+/** @internal drops what was written after the frame had len bytes and n entries */
+// @ts-ignore: decorator
+@inline
+export function rewindFrame(len: i32, n: u32): void {
+  frame.len = len;
+  entries = n;
+}
+
+/** @internal starts the output frame of a batch call */
+export function beginFrame(): void {
+  frame.reset();
+  frame.u32(0);
+  entries = 0;
+  failMsg = null;
+}
+
+/** @internal finishes the output frame; returns it packed */
+export function finishFrame(): u64 {
+  frame.setU32At(0, entries);
+  return pack(frame.ptr, frame.len);
+}
+
 /** @internal the batch operations, as runBatch takes them */
 export const OP_MAP = 0;
 export const OP_FLAT_MAP = 1;
@@ -128,17 +165,13 @@ export const OP_FILTER = 2;
 /** The bits of the ABI's weir_ops answer (abi/ABI.md §4), from abi.ts. */
 export { OP_MAP as OPS_MAP, OP_FLAT_MAP as OPS_FLAT_MAP, OP_FILTER as OPS_FILTER, OP_AGGREGATE as OPS_AGGREGATE } from "./abi";
 
-/** @internal the batch operations with a registered function, as weir_ops bits */
+/** @internal the batch operations with a registered function (raw or typed), as weir_ops bits */
 export function registeredBatchOps(): u32 {
-  let ops: u32 = 0;
-  if (mapFn !== null) ops |= OPS_MAP;
-  if (flatMapFn !== null) ops |= OPS_FLAT_MAP;
-  if (filterFn !== null) ops |= OPS_FILTER;
-  return ops;
+  return claimed;
 }
 
-// noHandler are the errors of a batch call whose kind has no function.
-function noHandler(op: i32): string {
+/** @internal the error of a batch call whose kind has no function */
+export function noHandler(op: i32): string {
   return op == OP_MAP ? "plugin has no map handler" : op == OP_FLAT_MAP ? "plugin has no flat_map handler" : "plugin has no filter handler";
 }
 
@@ -149,10 +182,7 @@ export function runBatch(op: i32, ptr: usize, len: u32): u64 {
   let end = ptr + <usize>len;
   let count = load<u32>(ptr);
   let p = ptr + 4;
-  frame.reset();
-  frame.u32(0);
-  entries = 0;
-  failMsg = null;
+  beginFrame();
   let r = rec;
   if (op == OP_MAP) {
     let fn = mapFn;
@@ -213,8 +243,7 @@ export function runBatch(op: i32, ptr: usize, len: u32): u64 {
     }
   }
   if (p != end) badFrame();
-  frame.setU32At(0, entries);
-  return pack(frame.ptr, frame.len);
+  return finishFrame();
 }
 
 // weir_init's error message, kept for the host to read.

@@ -9,7 +9,17 @@ export {
   registerInit, registerMap, registerFlatMap, registerFilter,
   fail, failed,
 } from "./core";
-export { Aggregate, AccReader, ResultOutput, registerAggregate } from "./aggregate";
+export { Aggregate, TypedAggregate, AccReader, AggContext, ResultOutput, registerAggregate, registerTypedAggregate } from "./aggregate";
+export {
+  FieldType, FieldFlags, Status, statusName,
+  declareField, intField, floatField, boolField, stringField, rawField,
+} from "./fields";
+export { Row } from "./row";
+export { Patch, PatchEmitter } from "./patch";
+export {
+  TypedMapFn, TypedFlatMapFn, TypedFilterFn,
+  registerTypedMap, registerTypedFlatMap, registerTypedFilter,
+} from "./typed";
 export {
   ValueState, MapState, ListState, appendStateKey,
   VALUE_STATE_KIND, MAP_STATE_KIND, LIST_STATE_KIND,
