@@ -181,6 +181,23 @@ var typedTests = []conformanceTest{
 		{v(`{"active":false,"active":true}`), want(`{"active":false,"active":true}`)},
 		{v(`{"active":true,}`), want("error:")},
 	}},
+	// typed_average is average typed: the records its declaration rejects
+	// are the host's dead letters, with the host's reasons; the others are
+	// folded in, however n is spelled (the last occurrence counts).
+	{name: "typed_average", plugin: "typed_average", op: "aggregate", result: `{"avg":3.0,"count":6}`, cases: []conformanceCase{
+		{v(`{"n":1}`), nil},
+		{v(`{"x":1}`), want(`error: field "n": missing`)},
+		{v(`{"n":"1"}`), want(`error: field "n": want float, found string`)},
+		{v(`{"n":2.5}`), nil},
+		{v(`{"n":1e400}`), want(`error: field "n": want float, found number 1e400 (outside float64)`)},
+		{v(`{"n":null}`), want(`error: field "n": null`)},
+		{v(`not json`), want("error:")},
+		{v(`{"n":1e1}`), nil},
+		{v(`{"n":-0.5,"x":[1]}`), nil},
+		{v(`{"n":"x","n":3}`), nil},
+		{v(`{"n":2.0}`), nil},
+	}},
+	{name: "typed_average of nothing", plugin: "typed_average", op: "aggregate", result: `{"avg":null,"count":0}`},
 }
 
 // trap_on's trapping value, per test, which the table writes as "trap".
