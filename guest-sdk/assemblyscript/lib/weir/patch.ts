@@ -104,10 +104,17 @@ export class Patch {
     frame.setU32At(pos, <u32>(frame.len - pos - 4));
   }
 
-  /** Sets the field at path to the string of UTF-8 bytes b (such as Row.bytes of a string field; invalid UTF-8 becomes U+FFFD). */
-  setStringBytes(path: string, b: Uint8Array): void {
+  /**
+   * Sets the field at path to the string of UTF-8 bytes b (such as Row.bytes
+   * of a string field; invalid UTF-8 becomes U+FFFD), or of its first n bytes
+   * when n is given: the way to write from a reused buffer without making a
+   * view of it per record.
+   */
+  setStringBytes(path: string, b: Uint8Array, n: i32 = -1): void {
     this.set(path, TYPE_STRING);
-    frame.lengthPrefixed(b);
+    if (n < 0 || n > b.byteLength) n = b.byteLength;
+    frame.u32(<u32>n);
+    frame.raw(b.dataStart, n);
   }
 
   /**

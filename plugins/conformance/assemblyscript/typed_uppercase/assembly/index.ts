@@ -22,5 +22,5 @@ registerTypedMap((r: Row, p: Patch): void => {
     let c = unchecked(s[i]);
     unchecked((text[i] = <u32>c - 0x61 < 26 ? c - 0x20 : c));
   }
-  p.setStringBytes(field, text.subarray(0, n));
+  p.setStringBytes(field, text, n);
 });
