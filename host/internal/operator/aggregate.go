@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/record"
@@ -52,8 +53,9 @@ func (a *AggregatePlugin) NewAggregator(ctx context.Context) (*Aggregator, error
 func (a *AggregatePlugin) Close(ctx context.Context) error { return a.plug.Close(ctx) }
 
 // Aggregator adapts a Wasm aggregate plugin (create/add/merge/result)
-// to a window operator's Aggregator. It calls the guest once per record
-// and per merge or result; the window operator does not batch them yet.
+// to a window operator's Aggregator. It calls the guest once per Add, merge
+// or result, and once per AddGroups, with which a time window adds the
+// records of each Process call.
 // It belongs to one worker, like the Wasm worker it holds.
 type Aggregator struct {
 	ctx    context.Context
@@ -82,6 +84,30 @@ func (a *Aggregator) Add(acc []byte, rec *record.Record) ([]byte, error) {
 		return nil, errors.New(a.out.Dead[0].Reason)
 	}
 	return append([]byte(nil), a.out.Accs[0]...), nil
+}
+
+// AddGroups adds each group's records to its accumulator through one
+// AggAdd call (the window operator's BatchAggregator.AddBatch): it sets
+// each group's Acc to the new accumulator (reusing the old one's memory),
+// and errs[g][r] to why record r of group g was rejected. errs holds a
+// slice as long as Records per group, of nil errors. An error (a fatal
+// one of AggAdd's) leaves the groups' Acc as they were.
+func (a *Aggregator) AddGroups(groups []wasm.AggGroup, errs [][]error) error {
+	a.out.Reset()
+	if err := a.w.AggAdd(a.ctx, groups, &a.out); err != nil {
+		return err
+	}
+	if len(a.out.Accs) != len(groups) || len(a.out.DeadAt) != len(a.out.Dead) {
+		return fmt.Errorf("aggregate add: %d accumulators and %d located dead letters for %d groups and %d dead letters",
+			len(a.out.Accs), len(a.out.DeadAt), len(groups), len(a.out.Dead))
+	}
+	for i, at := range a.out.DeadAt {
+		errs[at.Group][at.Record] = errors.New(a.out.Dead[i].Reason)
+	}
+	for i := range groups {
+		groups[i].Acc = append(groups[i].Acc[:0], a.out.Accs[i]...)
+	}
+	return nil
 }
 
 func (a *Aggregator) Merge(x, y []byte) ([]byte, error) {

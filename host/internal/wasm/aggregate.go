@@ -54,9 +54,27 @@ type AggOutput struct {
 	// with Reason "aggregate error: <message>", and those it failed on
 	// alone, with the failure's reason.
 	Dead []record.DeadLetter
+	// DeadAt locates each of Dead's records in AggAdd's input: DeadAt[i]
+	// is the group (its index in the groups of the call) and the record
+	// (its index in the group's Records) of Dead[i].
+	DeadAt []AggIndex
 	// Values gets AggMerge's and AggResult's answers, one per input.
 	Values []AggValue
 	Arena  record.Arena
+}
+
+// AggIndex locates a record in AggAdd's input: Records[Record] of
+// groups[Group].
+type AggIndex struct{ Group, Record int }
+
+// shiftDead adds dg to the group and dr to the record index of the dead
+// letters from the nd-th on: they were located in a part of the input
+// that starts there.
+func (o *AggOutput) shiftDead(nd, dg, dr int) {
+	for i := nd; i < len(o.DeadAt); i++ {
+		o.DeadAt[i].Group += dg
+		o.DeadAt[i].Record += dr
+	}
 }
 
 // Reset empties o, keeping its memory for reuse.
@@ -65,6 +83,7 @@ func (o *AggOutput) Reset() {
 	o.Accs = o.Accs[:0]
 	clear(o.Dead)
 	o.Dead = o.Dead[:0]
+	o.DeadAt = o.DeadAt[:0]
 	clear(o.Values)
 	o.Values = o.Values[:0]
 	o.Arena.Reset()
@@ -77,6 +96,7 @@ func (o *AggOutput) rollback(na, nd, nv int) {
 	o.Accs = o.Accs[:na]
 	clear(o.Dead[nd:])
 	o.Dead = o.Dead[:nd]
+	o.DeadAt = o.DeadAt[:nd]
 	clear(o.Values[nv:])
 	o.Values = o.Values[:nv]
 }
@@ -194,13 +214,14 @@ func (w *Worker) AggAdd(ctx context.Context, groups []AggGroup, out *AggOutput) 
 		w.stats.batches.Add(1)
 		w.stats.records.Add(uint64(total))
 	}
-	for len(groups) > 0 {
+	for base := 0; len(groups) > 0; {
 		n, recs := 0, 0
 		for n < len(groups) && n < abi.MaxAggCount && recs+len(groups[n].Records) <= aggCallRecords {
 			recs += len(groups[n].Records)
 			n++
 		}
 		var err error
+		nd := len(out.Dead)
 		if n == 0 {
 			err, n = w.aggAddLarge(ctx, groups[0], out), 1
 		} else {
@@ -209,7 +230,9 @@ func (w *Worker) AggAdd(ctx context.Context, groups []AggGroup, out *AggOutput) 
 		if err != nil {
 			return err
 		}
+		out.shiftDead(nd, base, 0)
 		groups = groups[n:]
+		base += n
 	}
 	return nil
 }
@@ -218,15 +241,17 @@ func (w *Worker) AggAdd(ctx context.Context, groups []AggGroup, out *AggOutput) 
 // consecutive calls.
 func (w *Worker) aggAddLarge(ctx context.Context, g AggGroup, out *AggOutput) error {
 	acc := g.Acc
-	for rs := g.Records; len(rs) > 0; {
+	for rs, off := g.Records, 0; len(rs) > 0; {
 		n := min(len(rs), aggCallRecords)
-		na := len(out.Accs)
+		na, nd := len(out.Accs), len(out.Dead)
 		if err := w.aggAdd(ctx, []AggGroup{{Acc: acc, Records: rs[:n]}}, out); err != nil {
 			return err
 		}
+		out.shiftDead(nd, 0, off)
 		acc = out.Accs[na]
 		out.Accs = out.Accs[:na]
 		rs = rs[n:]
+		off += n
 	}
 	out.Accs = append(out.Accs, acc)
 	return nil
@@ -258,11 +283,10 @@ func (w *Worker) aggAdd(ctx context.Context, groups []AggGroup, out *AggOutput) 
 			if err := w.aggAddRecords(ctx, groups[i], t, out); err != nil {
 				return err
 			}
-			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
 		}
+		out.shiftDead(nd, i, 0)
 	}
 	return nil
 }
@@ -271,8 +295,8 @@ func (w *Worker) aggAdd(ctx context.Context, groups []AggGroup, out *AggOutput) 
 // a time.
 func (w *Worker) aggAddRecords(ctx context.Context, g AggGroup, t *trapError, out *AggOutput) error {
 	if len(g.Records) <= 1 {
-		for _, r := range g.Records {
-			w.aggDeadLetter(r, t, out)
+		for i, r := range g.Records {
+			w.aggDeadLetter(r, i, t, out)
 		}
 		out.Accs = append(out.Accs, g.Acc)
 		return nil
@@ -288,12 +312,13 @@ func (w *Worker) aggAddRecords(ctx context.Context, g AggGroup, t *trapError, ou
 		err := w.aggAddCall(ctx, []AggGroup{{Acc: acc, Records: g.Records[i : i+1]}}, out)
 		if t, ok := err.(*trapError); ok {
 			out.rollback(na, nd, nv)
-			w.aggDeadLetter(g.Records[i], t, out)
+			w.aggDeadLetter(g.Records[i], i, t, out)
 			continue
 		}
 		if err != nil {
 			return err
 		}
+		out.shiftDead(nd, 0, i)
 		acc = out.Accs[na]
 		out.Accs = out.Accs[:na]
 	}
@@ -301,8 +326,11 @@ func (w *Worker) aggAddRecords(ctx context.Context, g AggGroup, t *trapError, ou
 	return nil
 }
 
-func (w *Worker) aggDeadLetter(rec record.Record, t *trapError, out *AggOutput) {
+// aggDeadLetter dead-letters rec, record i of the group of the call, which
+// the guest failed on alone with t.
+func (w *Worker) aggDeadLetter(rec record.Record, i int, t *trapError, out *AggOutput) {
 	out.Dead = append(out.Dead, record.DeadLetter{Record: rec, Stage: w.p.cfg.Operator, Reason: t.reason})
+	out.DeadAt = append(out.DeadAt, AggIndex{Record: i})
 	w.stats.trapped.Add(1)
 	w.log.Warn("record dead-lettered: the guest failed on it alone",
 		"origin", rec.Origin.String(), "reason", t.reason)
@@ -318,7 +346,8 @@ func (w *Worker) aggAddCall(ctx context.Context, groups []AggGroup, out *AggOutp
 		}
 	}
 	var nrej int
-	if w.p.decl != nil {
+	typed := w.p.decl != nil
+	if typed {
 		var err error
 		if groups, nrej, err = w.typedAddFrame(groups, out); err != nil {
 			return err
@@ -334,9 +363,13 @@ func (w *Worker) aggAddCall(ctx context.Context, groups []AggGroup, out *AggOutp
 	if err != nil {
 		return err
 	}
+	nd := len(out.Dead)
 	n, err := w.aggDecodeAdd(frame, groups, out)
 	if err != nil {
 		return w.trapped(ctx, &trapError{reason: "invalid output: " + err.Error(), cause: err})
+	}
+	if typed {
+		w.typed.locateKept(out.DeadAt[nd:])
 	}
 	if nrej += n; nrej > 0 {
 		w.stats.errors.Add(uint64(nrej))
@@ -372,6 +405,7 @@ func (w *Worker) aggDecodeAdd(frame []byte, groups []AggGroup, out *AggOutput) (
 					Stage:  w.p.cfg.Operator,
 					Reason: abi.OpAggregate.String() + " error: " + guestText(msg, maxErrorMessage),
 				})
+				out.DeadAt = append(out.DeadAt, AggIndex{Group: i, Record: index})
 			})
 		}
 		out.Accs = append(out.Accs, out.Arena.Copy(g.Acc))

@@ -63,7 +63,28 @@ func aggAdd(t testing.TB, w *Worker, groups ...AggGroup) *AggOutput {
 	if err := w.AggAdd(context.Background(), groups, out); err != nil {
 		t.Fatalf("AggAdd: %v", err)
 	}
+	checkDeadAt(t, groups, out)
 	return out
+}
+
+// checkDeadAt checks that out.DeadAt locates each of out.Dead's records
+// in groups, and each at most once.
+func checkDeadAt(t testing.TB, groups []AggGroup, out *AggOutput) {
+	t.Helper()
+	if len(out.DeadAt) != len(out.Dead) {
+		t.Fatalf("%d dead letters, %d located", len(out.Dead), len(out.DeadAt))
+	}
+	seen := map[AggIndex]bool{}
+	for i, at := range out.DeadAt {
+		if at.Group < 0 || at.Group >= len(groups) || at.Record < 0 || at.Record >= len(groups[at.Group].Records) {
+			t.Fatalf("dead letter %d located at %+v, outside the input", i, at)
+		}
+		r, d := &groups[at.Group].Records[at.Record], &out.Dead[i].Record
+		if seen[at] || !bytes.Equal(r.Value, d.Value) || r.Origin != d.Origin || !bytes.Equal(r.Key, d.Key) {
+			t.Fatalf("dead letter %d (%q) located at %+v, record %q (or twice)", i, d.Value, at, r.Value)
+		}
+		seen[at] = true
+	}
 }
 
 func TestAggWAT(t *testing.T) {
@@ -340,13 +361,13 @@ func TestAggSplit(t *testing.T) {
 	out := aggAdd(t, w,
 		AggGroup{Acc: countAcc(0), Records: recs(ten...)},
 		AggGroup{Acc: countAcc(0), Records: recs("a", "b")},
-		AggGroup{Acc: countAcc(0), Records: recs("c", "d")},
+		AggGroup{Acc: countAcc(0), Records: recs("c", "x5")},
 		AggGroup{Acc: countAcc(1)},
 	)
-	if got := accCounts(out.Accs); got != "9 2 2 1" {
-		t.Errorf("accumulators %s, want 9 2 2 1", got)
+	if got := accCounts(out.Accs); got != "9 2 1 1" {
+		t.Errorf("accumulators %s, want 9 2 1 1", got)
 	}
-	if got := deadValues(out.Dead); !equal(got, []string{"x"}) {
+	if got := deadValues(out.Dead); !equal(got, []string{"x", "x5"}) {
 		t.Errorf("dead %q", got)
 	}
 	// The group of 10 takes 4 calls; then [a b], then [c d] and the empty

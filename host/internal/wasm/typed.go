@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"errors"
+	"sort"
 
 	"github.com/weir-stream/weir/abi"
 	"github.com/weir-stream/weir/host/internal/fields"
@@ -27,8 +28,11 @@ type typedWorker struct {
 	decl    *fields.Decl
 	all     []record.Record // an add call's records, group after group
 	groups  []AggGroup      // and its groups, of kept records
-	reader  abi.TypedOutputReader
-	entry   abi.TypedEntry
+	// typedAddFrame's: where each group starts in all and in kept, and
+	// the index in all of each kept record (empty when all are kept).
+	aggStarts, aggKeptAt, aggKept []int
+	reader                        abi.TypedOutputReader
+	entry                         abi.TypedEntry
 }
 
 // selectConvention asks the first instance w of a module exporting
@@ -266,11 +270,22 @@ func (w *Worker) typedAddFrame(groups []AggGroup, out *AggOutput) ([]AggGroup, i
 	if err != nil {
 		return nil, 0, w.p.cfg.errorf(ErrConfig, err, "cannot pass the records as a typed batch")
 	}
+	t.aggStarts = t.aggStarts[:0]
+	for i, end := 0, 0; i < len(groups); i++ {
+		t.aggStarts = append(t.aggStarts, end)
+		end += len(groups[i].Records)
+	}
 	for _, rj := range b.Rejects {
 		out.Dead = append(out.Dead, w.dec.deadLetter(&t.all[rj.Index], rj.Reason))
+		g := sort.Search(len(groups), func(g int) bool { return t.aggStarts[g] > rj.Index }) - 1
+		out.DeadAt = append(out.DeadAt, AggIndex{Group: g, Record: rj.Index - t.aggStarts[g]})
 	}
 	clear(t.groups)
 	t.groups = t.groups[:0]
+	t.aggKept, t.aggKeptAt = t.aggKept[:0], t.aggKeptAt[:0]
+	if len(b.Rejects) > 0 {
+		t.aggKept = append(t.aggKept, b.Kept...)
+	}
 	f := abi.AppendAggCount(w.frame[:0], len(groups))
 	end, k := 0, 0 // the groups' end in t.all, and in t.kept
 	for i := range groups {
@@ -279,6 +294,7 @@ func (w *Worker) typedAddFrame(groups []AggGroup, out *AggOutput) ([]AggGroup, i
 		for k < len(b.Kept) && b.Kept[k] < end {
 			k++
 		}
+		t.aggKeptAt = append(t.aggKeptAt, first)
 		t.groups = append(t.groups, AggGroup{Acc: groups[i].Acc, Records: t.kept[first:k]})
 		f = abi.AppendAggGroup(f, groups[i].Acc, k-first)
 	}
@@ -287,4 +303,17 @@ func (w *Worker) typedAddFrame(groups []AggGroup, out *AggOutput) ([]AggGroup, i
 	}
 	w.frame = append(f, b.Frame...)
 	return t.groups, len(b.Rejects), nil
+}
+
+// locateKept turns the locations at, of records in the groups of kept
+// records that typedAddFrame returned, into their locations in the groups
+// it was given.
+func (t *typedWorker) locateKept(at []AggIndex) {
+	if len(t.aggKept) == 0 {
+		return // every record was kept
+	}
+	for i := range at {
+		g := at[i].Group
+		at[i].Record = t.aggKept[t.aggKeptAt[g]+at[i].Record] - t.aggStarts[g]
+	}
 }

@@ -198,9 +198,11 @@ func TestTypedAggregate(t *testing.T) {
 	}
 	g0, g2 := recs(`{"n":1}`, `{"n":"x"}`, `{"m":1}`, `{"n":2}`), recs(`not json`, `{"n":40}`)
 	var out AggOutput
-	if err := w.AggAdd(ctx, []AggGroup{{Acc: acc, Records: g0}, {Acc: acc}, {Acc: acc, Records: g2}}, &out); err != nil {
+	groups := []AggGroup{{Acc: acc, Records: g0}, {Acc: acc}, {Acc: acc, Records: g2}}
+	if err := w.AggAdd(ctx, groups, &out); err != nil {
 		t.Fatal(err)
 	}
+	checkDeadAt(t, groups, &out)
 	sum := func(acc []byte) int64 { return int64(binary.LittleEndian.Uint64(acc)) }
 	if len(out.Accs) != 3 || sum(out.Accs[0]) != 3 || sum(out.Accs[1]) != 0 || sum(out.Accs[2]) != 40 {
 		t.Fatalf("accumulators %x, want the sums 3, 0 and 40", out.Accs)

@@ -174,6 +174,31 @@ type Aggregator interface {
 	Result(acc []byte, c ResultContext) ([]byte, error)
 }
 
+// BatchAggregator is an Aggregator that adds many records in one call. A
+// tumbling, sliding or cumulate window whose Custom aggregator implements
+// it (and that keeps every key in memory: MaxKeysInMemory 0) adds the
+// records of each Process call through one AddBatch call, one group per
+// (key, pane), rather than one Add per record.
+type BatchAggregator interface {
+	Aggregator
+	// AddBatch adds, for each group, its Records in order to its Acc, as
+	// Add would one after the other, and sets Acc to the new accumulator
+	// (Acc may be modified and reused, as Add's first argument). A record
+	// it rejects gets its reason in Errs, which is as long as Records and
+	// nil on entry, and must leave the accumulator as if it had not been
+	// added. An error rejects every record of the call, as Add's error
+	// rejects its record: it must then leave every Acc as it was.
+	AddBatch(groups []AddGroup) error
+}
+
+// AddGroup is a group of records of a BatchAggregator.AddBatch call.
+type AddGroup struct {
+	Acc []byte
+	// Records are only read, during the call.
+	Records []record.Record
+	Errs    []error
+}
+
 // TimeFormat is how window_start and window_end are written.
 type TimeFormat uint8
 

@@ -7,6 +7,7 @@ import (
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/operator"
+	"github.com/weir-stream/weir/host/internal/wasm"
 )
 
 // WindowKind is the operator table's row for window. A window keeps keyed
@@ -95,7 +96,7 @@ func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (ope
 			return nil, operator.AtAggregatePlugin(op, err)
 		}
 		c := cfg
-		c.Custom = agg
+		c.Custom = &pluginAgg{Aggregator: agg}
 		wo, err := New(c)
 		if err != nil {
 			agg.Close(ctx)
@@ -124,6 +125,32 @@ type pluginWindow struct {
 
 func (p *pluginWindow) Close(ctx context.Context) error {
 	return errors.Join(p.Operator.Close(ctx), p.agg.Close(ctx))
+}
+
+// pluginAgg is an aggregate plugin's Aggregator, which batches adds.
+type pluginAgg struct {
+	*operator.Aggregator
+	groups []wasm.AggGroup
+	errs   [][]error
+}
+
+// AddBatch implements BatchAggregator with one call to the plugin.
+func (p *pluginAgg) AddBatch(groups []AddGroup) error {
+	p.groups, p.errs = p.groups[:0], p.errs[:0]
+	for i := range groups {
+		g := &groups[i]
+		p.groups = append(p.groups, wasm.AggGroup{Acc: g.Acc, Records: g.Records})
+		p.errs = append(p.errs, g.Errs)
+	}
+	err := p.AddGroups(p.groups, p.errs)
+	if err == nil {
+		for i := range groups {
+			groups[i].Acc = p.groups[i].Acc
+		}
+	}
+	clear(p.groups)
+	clear(p.errs)
+	return err
 }
 
 // loadRolling loads a rolling (OVER) operator: one operator per worker,

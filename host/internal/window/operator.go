@@ -68,6 +68,10 @@ type Operator struct {
 	filter           bloom // the hashes of every pane's keys (and purged ones')
 	timerKeys        map[string]*timerEnt
 
+	// batch batches the Custom aggregator's adds of time windows, when it
+	// is a BatchAggregator.
+	batch addBatch
+
 	// Reused from call to call.
 	values    []wjson.Value
 	inputs    []input
@@ -197,6 +201,9 @@ func New(cfg Config) (*Operator, error) {
 		}
 		o.specs = append(o.specs, s)
 	}
+	if b, ok := cfg.Custom.(BatchAggregator); ok && !o.bounded && o.pane > 0 {
+		o.batch.agg = b
+	}
 	o.values = make([]wjson.Value, len(o.paths))
 	o.inputs = make([]input, len(o.specs))
 	o.tmp = o.newAcc()
@@ -250,6 +257,12 @@ func (o *Operator) Process(_ context.Context, in []record.Record, out *record.Ou
 	}
 	o.begun = true
 	stampProcessingTime(o.cfg.ProcessingTime, o.cfg.Clock, in)
+	if o.batch.agg != nil {
+		if err := o.addTimeBatch(in, out); err != nil {
+			return err
+		}
+		in = nil // added
+	}
 	for i := range in {
 		var err error
 		switch o.cfg.Kind {
@@ -397,17 +410,21 @@ func (o *Operator) newAcc() acc {
 			return a
 		}
 	}
+	a.vals = o.newVals()
+	return a
+}
+
+// newVals returns the empty values of the built-in aggregates.
+func (o *Operator) newVals() []aggVal {
 	if n := len(o.freeVals); n > 0 {
 		v := o.freeVals[n-1]
 		o.freeVals = o.freeVals[:n-1]
 		for j := range v {
 			v[j].reset()
 		}
-		a.vals = v
-		return a
+		return v
 	}
-	a.vals = make([]aggVal, len(o.specs))
-	return a
+	return make([]aggVal, len(o.specs))
 }
 
 // resetAcc empties a.

@@ -57,18 +57,26 @@ func (o *Operator) paneCleanup(p int64) int64 {
 	return record.AddTime(last-1, o.late)
 }
 
-// addTime adds rec to its pane.
-func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
+// timePane returns the start of rec's pane, having read its inputs, or
+// why rec is rejected.
+func (o *Operator) timePane(rec *record.Record) (int64, string) {
 	if reason := outOfRange(rec); reason != "" {
-		o.dead(rec, reason, out)
-		return nil
+		return 0, reason
 	}
 	p := record.FloorDiv(rec.Timestamp, o.pane) * o.pane
 	if o.paneCleanup(p) <= o.wm {
-		o.dead(rec, o.lateReason(rec.Timestamp), out)
-		return nil
+		return 0, o.lateReason(rec.Timestamp)
 	}
 	if reason := o.read(rec); reason != "" {
+		return 0, reason
+	}
+	return p, ""
+}
+
+// addTime adds rec to its pane.
+func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
+	p, reason := o.timePane(rec)
+	if reason != "" {
 		o.dead(rec, reason, out)
 		return nil
 	}
@@ -101,6 +109,13 @@ func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
 	if ks == nil {
 		ks = o.create(rec.Key)
 	}
+	o.insertPane(ks, i, p, a)
+	return nil
+}
+
+// insertPane inserts into ks, at i, the pane starting at p, of accumulator
+// a, which the current call created.
+func (o *Operator) insertPane(ks *keyState, i int, p int64, a acc) {
 	sl := o.sliceAt(p)
 	ks.units = slices.Insert(ks.units, i, unit{start: p, end: p + o.pane, acc: a, seq: sl.next})
 	if sl.next < math.MaxUint32 {
@@ -108,7 +123,6 @@ func (o *Operator) addTime(rec *record.Record, out *record.Output) error {
 	}
 	o.indexKey(sl, ks)
 	o.changed(ks, &ks.units[i])
-	return nil
 }
 
 // find returns the index of the unit starting at p, or where to insert it.
