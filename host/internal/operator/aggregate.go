@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/record"
@@ -81,7 +82,7 @@ func (a *Aggregator) Add(acc []byte, rec *record.Record) ([]byte, error) {
 		return nil, err
 	}
 	if len(a.out.Dead) > 0 {
-		return nil, errors.New(a.out.Dead[0].Reason)
+		return nil, rejected(a.out.Dead[0].Reason)
 	}
 	return append([]byte(nil), a.out.Accs[0]...), nil
 }
@@ -102,7 +103,7 @@ func (a *Aggregator) AddGroups(groups []wasm.AggGroup, errs [][]error) error {
 			len(a.out.Accs), len(a.out.DeadAt), len(groups), len(a.out.Dead))
 	}
 	for i, at := range a.out.DeadAt {
-		errs[at.Group][at.Record] = errors.New(a.out.Dead[i].Reason)
+		errs[at.Group][at.Record] = rejected(a.out.Dead[i].Reason)
 	}
 	for i := range groups {
 		groups[i].Acc = append(groups[i].Acc[:0], a.out.Accs[i]...)
@@ -142,4 +143,12 @@ func (a *Aggregator) value() ([]byte, error) {
 		return nil, nil
 	}
 	return append([]byte{}, v.Value...), nil
+}
+
+// rejected is the error of a record the plugin rejected, whose dead
+// letter the window operator words "aggregate: <why>": the guest's
+// message without the Worker's "aggregate error: " before it, which would
+// say aggregate twice.
+func rejected(reason string) error {
+	return errors.New(strings.TrimPrefix(reason, "aggregate error: "))
 }
