@@ -14,11 +14,12 @@ import (
 //
 //   - raw: the identity map (plugins/identity, the Go SDK's record decoder
 //     and output per record) against the WAT identity module;
+//
 //   - typed: the keep_active filter (one bool column read per record;
 //     the readings have no "active", so nothing is kept) in Go against
 //     its WAT twin.
 //
-//	go test -run='^$' -bench=GuestLoop -count=6 ./host/internal/wasm/
+//     go test -run='^$' -bench=GuestLoop -count=6 ./host/internal/wasm/
 func BenchmarkGuestLoop(b *testing.B) {
 	keepActiveWAT := func() PluginConfig {
 		path := "../../../plugins/conformance/wat/keep_active.wasm"
