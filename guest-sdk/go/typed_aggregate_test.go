@@ -2,7 +2,6 @@ package weir
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -12,36 +11,6 @@ import (
 
 	"github.com/weir-stream/weir/abi"
 )
-
-// typedCols returns the columns of a typed batch, as typedFrame encodes
-// them: timestamps 100, 101, ..., the keys (nil: none), and one column per
-// field of types, from cells[record][field].
-func typedCols(keys [][]byte, types []abi.FieldType, cells [][]cell) []abi.Column {
-	ts := abi.Column{Type: abi.TypeInt}
-	key := abi.Column{Type: abi.TypeString, Values: make([]byte, 4)}
-	for i, k := range keys {
-		ts.Values = binary.LittleEndian.AppendUint64(ts.Values, uint64(100+i))
-		st := abi.ValuePresent
-		if k == nil {
-			st = abi.ValueNull
-		}
-		key.Statuses = append(key.Statuses, byte(st))
-		key.Data = append(key.Data, k...)
-		key.Values = binary.LittleEndian.AppendUint32(key.Values, uint32(len(key.Data)))
-	}
-	cols := []abi.Column{ts, key}
-	for f, typ := range types {
-		c := abi.Column{Type: typ}
-		if typ.Width() == 0 {
-			c.Values = make([]byte, 4)
-		}
-		for r := range keys {
-			c = appendCell(c, cells[r][f])
-		}
-		cols = append(cols, c)
-	}
-	return cols
-}
 
 // tgroup is one group of a test typed add frame: its accumulator and its
 // records' cells, one int field each unless the test says otherwise.

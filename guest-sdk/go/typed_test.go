@@ -21,7 +21,17 @@ type cell any
 // cells[record][field].
 func typedFrame(t *testing.T, keys [][]byte, types []abi.FieldType, cells [][]cell) []byte {
 	t.Helper()
-	n := len(keys)
+	b, err := abi.AppendTypedBatch(nil, len(keys), typedCols(keys, types, cells))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// typedCols returns the columns of a typed batch, as typedFrame encodes
+// them: timestamps 100, 101, ..., the keys (nil: none), and one column per
+// field of types, from cells[record][field].
+func typedCols(keys [][]byte, types []abi.FieldType, cells [][]cell) []abi.Column {
 	ts := abi.Column{Type: abi.TypeInt}
 	key := abi.Column{Type: abi.TypeString, Values: make([]byte, 4)}
 	for i, k := range keys {
@@ -40,16 +50,12 @@ func typedFrame(t *testing.T, keys [][]byte, types []abi.FieldType, cells [][]ce
 		if typ.Width() == 0 {
 			c.Values = make([]byte, 4)
 		}
-		for r := range n {
+		for r := range keys {
 			c = appendCell(c, cells[r][f])
 		}
 		cols = append(cols, c)
 	}
-	b, err := abi.AppendTypedBatch(nil, n, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return cols
 }
 
 // appendCell appends one record's value v to column c.

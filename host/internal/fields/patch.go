@@ -50,11 +50,12 @@ func patchError(i int, op *abi.PatchOp, err error) *PatchError {
 // patching does not allocate once they have grown. It must be used by one
 // goroutine at a time.
 type Patcher struct {
-	bufs    [2][]byte // the results of alternate operations
-	segs    [][]byte  // the path of the operation being applied
-	segBuf  []byte    // the unescaped segments of that path
-	name    []byte    // a decoded member name
-	members []member  // the members of the object a remove applies to
+	bufs    [2][]byte       // the results of alternate operations
+	segs    [][]byte        // the path of the operation being applied
+	segBuf  []byte          // the unescaped segments of that path
+	name    []byte          // a decoded member name
+	members []member        // the members of the object a remove applies to
+	edits   [maxSplice]edit // ApplyPatchAt's, reused: not zeroed per call
 }
 
 // member is one member of an object, by offsets in the object's text.
@@ -335,11 +336,11 @@ type edit struct {
 // other goes to ApplyPatch. A patch with abi.PatchFlagNew applies to {},
 // not to the record's value: pass it to ApplyPatch.
 func (p *Patcher) ApplyPatchAt(doc []byte, ops abi.PatchOps, d *Decl, spans []Span) ([]byte, error) {
-	var edits [maxSplice]edit
-	n, ok := spliceable(&edits, doc, ops, d, spans)
+	n, ok := spliceable(&p.edits, doc, ops, d, spans)
 	if !ok {
 		return p.ApplyPatch(doc, ops)
 	}
+	edits := &p.edits
 	out, at := p.bufs[0][:0], 0
 	for i := range edits[:n] {
 		e := &edits[i]
