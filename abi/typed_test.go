@@ -578,3 +578,46 @@ func TestTypedOutputRewind(t *testing.T) {
 		t.Errorf("a third entry: %v, %v", ok, err)
 	}
 }
+
+// TestPatchSet: PatchSet writes, in one step, the bytes BeginPatch and a
+// set operation write, and leaves the patch open for more operations.
+func TestPatchSet(t *testing.T) {
+	put64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
+	tests := []struct {
+		name  string
+		i     int
+		path  string
+		typ   FieldType
+		value []byte
+		slow  func(w *TypedOutputWriter, path string)
+		more  bool // a second operation follows
+	}{
+		{"int", 0, "n", TypeInt, put64(1 << 60), func(w *TypedOutputWriter, p string) { w.SetInt(p, 1<<60) }, false},
+		{"float", 70000, "a.b", TypeFloat, put64(math.Float64bits(-0.1)), func(w *TypedOutputWriter, p string) { w.SetFloat(p, -0.1) }, false},
+		{"string", 3, "name", TypeString, append(binary.LittleEndian.AppendUint32(nil, 4), "h\u00e9\x00"...),
+			func(w *TypedOutputWriter, p string) { w.SetString(p, "h\u00e9\x00") }, false},
+		{"null, then another operation", 1 << 20, "", TypeNull, nil, func(w *TypedOutputWriter, p string) { w.SetNull(p) }, true},
+		{"a long path", 9, strings.Repeat("p.", 300) + "q", TypeInt, put64(7), func(w *TypedOutputWriter, p string) { w.SetInt(p, 7) }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fast, slow TypedOutputWriter
+			for _, w := range []*TypedOutputWriter{&fast, &slow} {
+				w.Reset()
+				w.Keep(0)
+			}
+			copy(fast.PatchSet(tc.i, tc.path, tc.typ, len(tc.value)), tc.value)
+			slow.BeginPatch(tc.i, 0, nil, 0)
+			tc.slow(&slow, tc.path)
+			if tc.more {
+				fast.Remove("x")
+				slow.Remove("x")
+			}
+			fast.Keep(tc.i + 1)
+			slow.Keep(tc.i + 1)
+			if got, want := fast.Bytes(), slow.Bytes(); !bytes.Equal(got, want) {
+				t.Fatalf("PatchSet wrote\n%x\nwant\n%x", got, want)
+			}
+		})
+	}
+}

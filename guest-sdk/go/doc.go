@@ -78,6 +78,25 @@
 // registered; a module with no typed function answers the host's
 // weir_fields call with nothing, and stays a raw module.
 //
+// TypedMapBatch and TypedFilterBatch register the same functions for a
+// whole batch: one call a batch, reading whole columns and answering the
+// records in increasing order (Keep, Reject, Patch). In Go's wasm code a
+// call through a function value costs more than reading a field, so a
+// batch function's own loop is the fastest way through a batch:
+//
+//	weir.TypedMapBatch(func(b *weir.Batch) error {
+//		prices := b.Floats(0)
+//		for i := range b.Len() {
+//			if price, ok := prices.Get(i); ok {
+//				b.Patch(i).SetFloat("euros", price*0.908)
+//			}
+//		}
+//		return nil
+//	})
+//
+// A map keeps the records it does not answer, a filter drops them; an
+// error or a panic rejects the whole batch.
+//
 // TypedAggregate registers an aggregate whose Add reads a Row in the same
 // way: the functions and the Codec are those of Aggregate, but Add is
 // func(acc A, r *Row) (A, error). The host folds only the records that

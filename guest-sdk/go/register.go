@@ -75,13 +75,13 @@ func MapTo(fn MapToFunc) {
 
 // FlatMap registers the flat_map function.
 func FlatMap(fn FlatMapFunc) {
-	mustRegister(fn == nil, handlers.flatMap != nil || typed.flatMap != nil, "flat_map")
+	mustRegister(fn == nil, flatMapRegistered(), "flat_map")
 	handlers.flatMap = fn
 }
 
 // Filter registers the filter function.
 func Filter(fn FilterFunc) {
-	mustRegister(fn == nil, handlers.filter != nil || typed.filter != nil, "filter")
+	mustRegister(fn == nil, filterRegistered(), "filter")
 	handlers.filter = fn
 }
 
@@ -103,10 +103,10 @@ func registeredOps() abi.OpSet {
 	if mapRegistered() {
 		s |= abi.OpMap.Bit()
 	}
-	if handlers.flatMap != nil || typed.flatMap != nil {
+	if flatMapRegistered() {
 		s |= abi.OpFlatMap.Bit()
 	}
-	if handlers.filter != nil || typed.filter != nil {
+	if filterRegistered() {
 		s |= abi.OpFilter.Bit()
 	}
 	if aggHandler != nil {

@@ -1,7 +1,8 @@
 package weir
 
 import (
-	"fmt"
+	"encoding/binary"
+	"math"
 
 	"github.com/weir-stream/weir/abi"
 )
@@ -84,10 +85,12 @@ type TypedFilterFunc func(r *Row) (bool, error)
 
 // typed is the typed registrations, made in package init.
 var typed struct {
-	decl    []byte // the declaration frame, once Fields was called
-	mapFn   TypedMapFunc
-	flatMap TypedFlatMapFunc
-	filter  TypedFilterFunc
+	decl        []byte // the declaration frame, once Fields was called
+	mapFn       TypedMapFunc
+	flatMap     TypedFlatMapFunc
+	filter      TypedFilterFunc
+	mapBatch    TypedMapBatchFunc
+	filterBatch TypedFilterBatchFunc
 }
 
 // Fields declares the fields the typed functions read, numbered from 0 in
@@ -113,18 +116,31 @@ func TypedMap(fn TypedMapFunc) {
 
 // TypedFlatMap registers the typed flat_map function.
 func TypedFlatMap(fn TypedFlatMapFunc) {
-	mustRegister(fn == nil, handlers.flatMap != nil || typed.flatMap != nil, "flat_map")
+	mustRegister(fn == nil, flatMapRegistered(), "flat_map")
 	typed.flatMap = fn
 }
 
 // TypedFilter registers the typed filter function.
 func TypedFilter(fn TypedFilterFunc) {
-	mustRegister(fn == nil, handlers.filter != nil || typed.filter != nil, "filter")
+	mustRegister(fn == nil, filterRegistered(), "filter")
 	typed.filter = fn
 }
 
 func mapRegistered() bool {
-	return handlers.mapFn != nil || handlers.mapTo != nil || typed.mapFn != nil
+	return handlers.mapFn != nil || handlers.mapTo != nil || typed.mapFn != nil || typed.mapBatch != nil
+}
+
+func flatMapRegistered() bool { return handlers.flatMap != nil || typed.flatMap != nil }
+
+func filterRegistered() bool {
+	return handlers.filter != nil || typed.filter != nil || typed.filterBatch != nil
+}
+
+// typedRegistered reports whether a typed function of any operation is
+// registered.
+func typedRegistered() bool {
+	return typed.mapFn != nil || typed.flatMap != nil || typed.filter != nil ||
+		typed.mapBatch != nil || typed.filterBatch != nil
 }
 
 // typedDecl is the module's answer to abi.ExportFields: the declaration
@@ -132,7 +148,7 @@ func mapRegistered() bool {
 // when Fields was not called), or nil, the empty region that says the
 // module uses the raw convention.
 func typedDecl() []byte {
-	if typed.mapFn == nil && typed.flatMap == nil && typed.filter == nil {
+	if !typedRegistered() {
 		return nil
 	}
 	if typed.decl == nil {
@@ -189,7 +205,7 @@ func (r *Row) Bool(f int) (bool, bool) {
 func (r *Row) Bytes(f int) ([]byte, bool) {
 	c := &r.p.cols[abi.TypedFirstFieldColumn+f]
 	if c.Type != abi.TypeString && c.Type != abi.TypeRaw {
-		panic(fmt.Sprintf("weir: field %d is %s, not string or raw", f, c.Type))
+		panic(typeError{Field: f, Have: c.Type})
 	}
 	return c.Bytes(r.i), c.Status(r.i) == abi.ValuePresent
 }
@@ -242,11 +258,33 @@ func (p *Patch) begin() *abi.TypedOutputWriter {
 // emitted reports whether the patch says anything: an operation, a flag.
 func (p *Patch) emitted() bool { return p.begun || p.flags != 0 }
 
+// first reports whether the next operation is the patch's first, with
+// no header: it is then written in one step (TypedOutputWriter.PatchSet).
+func (p *Patch) first() bool {
+	if p.begun || p.flags != 0 {
+		return false
+	}
+	p.begun = true
+	return true
+}
+
 // SetInt sets the field at path to v.
-func (p *Patch) SetInt(path string, v int64) { p.begin().SetInt(path, v) }
+func (p *Patch) SetInt(path string, v int64) {
+	if p.first() {
+		binary.LittleEndian.PutUint64(p.w.PatchSet(p.i, path, abi.TypeInt, 8), uint64(v))
+		return
+	}
+	p.begin().SetInt(path, v)
+}
 
 // SetFloat sets the field at path to v (NaN and infinities become null).
-func (p *Patch) SetFloat(path string, v float64) { p.begin().SetFloat(path, v) }
+func (p *Patch) SetFloat(path string, v float64) {
+	if p.first() {
+		binary.LittleEndian.PutUint64(p.w.PatchSet(p.i, path, abi.TypeFloat, 8), math.Float64bits(v))
+		return
+	}
+	p.begin().SetFloat(path, v)
+}
 
 // SetBool sets the field at path to v.
 func (p *Patch) SetBool(path string, v bool) { p.begin().SetBool(path, v) }
@@ -257,7 +295,15 @@ func (p *Patch) SetString(path, s string) { p.begin().SetString(path, s) }
 // SetStringBytes sets the field at path to the string held in b, which
 // it copies: the way to write a string made in a reused buffer without
 // allocating.
-func (p *Patch) SetStringBytes(path string, b []byte) { p.begin().SetStringBytes(path, b) }
+func (p *Patch) SetStringBytes(path string, b []byte) {
+	if p.first() {
+		v := p.w.PatchSet(p.i, path, abi.TypeString, 4+len(b))
+		binary.LittleEndian.PutUint32(v, uint32(len(b)))
+		copy(v[4:], b)
+		return
+	}
+	p.begin().SetStringBytes(path, b)
+}
 
 // SetRaw sets the field at path to raw, which must be one JSON value.
 func (p *Patch) SetRaw(path string, raw []byte) { p.begin().SetRaw(path, raw) }

@@ -20,8 +20,9 @@ type typedProc struct {
 	em   PatchEmitter
 	// mark is the frame's end before the current record's entries, to
 	// take them back when its function fails.
-	mark abi.TypedMark
-	next int
+	mark  abi.TypedMark
+	next  int
+	batch Batch
 }
 
 var typedProcessor typedProc
@@ -43,10 +44,25 @@ func (p *typedProc) run(op abi.Op, frame []byte) ([]byte, error) {
 	}
 	p.row.p = p
 	p.w.Reset()
+	if fn := batchFunc(op); fn != nil {
+		p.runBatch(op, n, fn)
+		return p.w.Bytes(), nil
+	}
 	for p.next = 0; p.next < n; {
 		p.runFrom(op, n)
 	}
 	return p.w.Bytes(), nil
+}
+
+// batchFunc returns op's registered batch function, or nil.
+func batchFunc(op abi.Op) func(*Batch) error {
+	switch {
+	case op == abi.OpMap && typed.mapBatch != nil:
+		return typed.mapBatch
+	case op == abi.OpFilter && typed.filterBatch != nil:
+		return typed.filterBatch
+	}
+	return nil
 }
 
 // runFrom answers records from p.next to n. A panic becomes the record's
@@ -132,9 +148,25 @@ func (p *typedProc) filterOne(i int) error {
 func (p *typedProc) field(f int, t abi.FieldType) *abi.Column {
 	c := &p.cols[abi.TypedFirstFieldColumn+f]
 	if c.Type != t {
-		panic(fmt.Sprintf("weir: field %d is %s, not %s", f, c.Type, t))
+		panic(typeError{f, c.Type, t})
 	}
 	return c
+}
+
+// typeError is the panic of reading field Field as Want when it is
+// declared as Have (Want 0: as bytes). A value, not a formatted string, so
+// that the accessors that check for it stay small enough to inline.
+type typeError struct {
+	Field      int
+	Have, Want abi.FieldType
+}
+
+func (e typeError) Error() string {
+	want := "string or raw"
+	if e.Want != 0 {
+		want = e.Want.String()
+	}
+	return fmt.Sprintf("weir: field %d is %s, not %s", e.Field, e.Have, want)
 }
 
 type handlerError string

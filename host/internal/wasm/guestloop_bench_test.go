@@ -17,7 +17,10 @@ import (
 //
 //   - typed: the keep_active filter (one bool column read per record;
 //     the readings have no "active", so nothing is kept) in Go against
-//     its WAT twin.
+//     its WAT twin;
+//
+//   - typed-batch: the same filter as a Go batch function
+//     (guest-sdk/go/testdata/keep_active_batch), one call a batch.
 //
 //     go test -run='^$' -bench=GuestLoop -count=6 ./host/internal/wasm/
 func BenchmarkGuestLoop(b *testing.B) {
@@ -37,6 +40,9 @@ func BenchmarkGuestLoop(b *testing.B) {
 		{"raw/go", func() PluginConfig { return goConfig(b, "plugins/identity", abi.OpMap) }},
 		{"typed/wat", keepActiveWAT},
 		{"typed/go", func() PluginConfig { return goConfig(b, "plugins/conformance/go/keep_active", abi.OpFilter) }},
+		{"typed-batch/go", func() PluginConfig {
+			return goConfig(b, "guest-sdk/go/testdata/keep_active_batch", abi.OpFilter)
+		}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -10,7 +10,8 @@ import (
 // BenchmarkTransformTyped runs the JSON field transform of the Transform
 // benchmarks (upper-case the "kind" field of sensor readings) through the
 // typed convention: the typed_uppercase conformance plugins declare the
-// field, the host extracts it and applies the guest's patch. Compare with
+// field, the host extracts it and applies the guest's patch; go-batch is
+// the Go one as a batch function (guest-sdk/go/testdata/uppercase_batch). Compare with
 // BenchmarkTransformGo and BenchmarkTransformC (the same transform, raw)
 // and with BenchmarkTransformNative in plugins/conformance/go/uppercase:
 //
@@ -26,4 +27,10 @@ func BenchmarkTransformTyped(b *testing.B) {
 			benchProcess(b, w, readings(512))
 		})
 	}
+	b.Run("go-batch", func(b *testing.B) {
+		cfg := goConfig(b, "guest-sdk/go/testdata/uppercase_batch", abi.OpMap)
+		cfg.InitConfig = []byte(`{"field":"kind"}`)
+		_, w := mustLoad(b, sharedRuntime(b), cfg)
+		benchProcess(b, w, readings(512))
+	})
 }

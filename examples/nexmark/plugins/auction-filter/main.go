@@ -6,7 +6,8 @@
 // required, strict int, so the host parses each bid natively and hands the
 // plugin the id alone. A record whose auction is missing, null or not an
 // integer is dead-lettered by the host, with its reason (`field "auction":
-// want int, found string`), and never reaches the plugin.
+// want int, found string`), and never reaches the plugin. It is a batch
+// function: one call a batch, keeping the records it means to.
 package main
 
 import (
@@ -35,9 +36,14 @@ func init() {
 		return nil
 	})
 	weir.Fields(weir.IntField("auction", weir.Required|weir.Strict))
-	weir.TypedFilter(func(r *weir.Row) (bool, error) {
-		id, _ := r.Int(0) // present: the field is required and strict
-		return id%modulus == 0, nil
+	weir.TypedFilterBatch(func(b *weir.Batch) error {
+		ids := b.Ints(0)
+		for i := range b.Len() {
+			if id, _ := ids.Get(i); id%modulus == 0 { // present: required and strict
+				b.Keep(i)
+			}
+		}
+		return nil
 	})
 }
 
