@@ -84,7 +84,10 @@ type TypedFlatMapFunc func(r *Row, emit *PatchEmitter) error
 type TypedFilterFunc func(r *Row) (bool, error)
 
 // typed is the typed registrations, made in package init.
-var typed struct {
+var typed typedRegs
+
+// typedRegs is the module's typed registrations.
+type typedRegs struct {
 	decl        []byte // the declaration frame, once Fields was called
 	mapFn       TypedMapFunc
 	flatMap     TypedFlatMapFunc

@@ -117,6 +117,9 @@ var (
 // or, for a module whose only typed function is its aggregate, its
 // declaration (no fields when Fields was not called).
 func moduleFields() []byte {
+	if why := mixedConventions(); why != "" {
+		panic(why)
+	}
 	if d := typedDecl(); d != nil {
 		return d
 	}
@@ -215,4 +218,19 @@ func (p *typedAggProcessor) addFrom(g typedAggregator, first, n int) {
 			p.agg.w.GroupError(i, err.Error())
 		}
 	}
+}
+
+// mixedConventions returns why the module cannot load when it registers
+// typed and raw functions together, or "". The host calls all of a
+// module's functions in the convention its declaration selects, so a raw
+// function beside a typed one would never be called.
+func mixedConventions() string {
+	_, typedAgg := aggHandler.(typedAggregator)
+	anyTyped := typedRegistered() || typedAgg
+	anyRaw := handlers.mapFn != nil || handlers.mapTo != nil || handlers.flatMap != nil ||
+		handlers.filter != nil || aggHandler != nil && !typedAgg
+	if anyTyped && anyRaw {
+		return "weir: the module registers typed and raw functions: register all of its functions typed (TypedMap, TypedAggregate, ...) or all raw (Map, Aggregate, ...)"
+	}
+	return ""
 }

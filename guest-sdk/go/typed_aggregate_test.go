@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/weir-stream/weir/abi"
@@ -82,7 +83,7 @@ func typedSumFuncs() TypedAggregateFuncs[sumAcc] {
 func setTypedAggregate(t testing.TB, register func()) {
 	t.Helper()
 	saved, savedRaw, savedAgg := typed, handlers, aggHandler
-	typed.decl, typed.mapFn, typed.flatMap, typed.filter = nil, nil, nil, nil
+	typed = typedRegs{}
 	handlers.mapFn, handlers.mapTo, handlers.flatMap, handlers.filter = nil, nil, nil, nil
 	aggHandler = nil
 	t.Cleanup(func() { typed, handlers, aggHandler = saved, savedRaw, savedAgg })
@@ -453,4 +454,35 @@ func BenchmarkTypedAggregateAdd(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*8*64), "ns/record")
+}
+
+// TestMixedConventions: a module that registers typed and raw functions
+// together fails to load with the reason, instead of loading with its raw
+// functions never called.
+func TestMixedConventions(t *testing.T) {
+	keep := func(*Record) (bool, error) { return true, nil }
+	tests := []struct {
+		name     string
+		register func()
+		mixed    bool
+	}{
+		{"raw map and typed filter", func() { Map(func(r *Record) ([]byte, error) { return r.Value, nil }); TypedFilter(rowFilter) }, true},
+		{"typed map and raw filter", func() { TypedMapBatch(batchMap); Filter(keep) }, true},
+		{"raw aggregate and typed map", func() { Aggregate(sumFuncs()); TypedMap(double) }, true},
+		{"typed aggregate and raw filter", func() { TypedAggregate(typedSumFuncs()); Filter(keep) }, true},
+		{"typed map and typed aggregate", func() { TypedMap(double); TypedAggregate(typedSumFuncs()) }, false},
+		{"raw filter and raw aggregate", func() { Filter(keep); Aggregate(sumFuncs()) }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			setTypedAggregate(t, tc.register)
+			defer func() {
+				v := recover()
+				if got := v != nil && strings.Contains(fmt.Sprint(v), "typed and raw functions"); got != tc.mixed {
+					t.Errorf("panic %v; want one: %v", v, tc.mixed)
+				}
+			}()
+			moduleFields()
+		})
+	}
 }

@@ -157,8 +157,7 @@ func opValue(op abi.PatchOp) string {
 // registrations after it.
 func setTyped(t *testing.T, set func()) {
 	saved, savedRaw := typed, handlers
-	typed.decl, typed.mapFn, typed.flatMap, typed.filter = nil, nil, nil, nil
-	typed.mapBatch, typed.filterBatch = nil, nil
+	typed = typedRegs{}
 	handlers.mapFn, handlers.mapTo, handlers.flatMap, handlers.filter = nil, nil, nil, nil
 	t.Cleanup(func() { typed, handlers = saved, savedRaw })
 	set()
