@@ -41,7 +41,8 @@ func BenchmarkKafkaMap(b *testing.B) {
 // BenchmarkKafkaUppercase compares Kafka → a Go map upper-casing one JSON
 // field → Kafka, as a raw plugin (plugins/conformance/go/uppercase, which
 // reads and writes the JSON in Wasm) and as a typed one (typed_uppercase:
-// the host reads the field and writes the plugin's answer), with the bare
+// the host reads the field and writes the plugin's answer; uppercase_batch
+// is the same as a Go batch function), with the bare
 // franz-go loop, which copies records without reading them. The broker is
 // a weir broker process of its own, so that the CPU reported is the
 // pipeline's (or the loop's) alone:
@@ -53,6 +54,7 @@ func BenchmarkKafkaUppercase(b *testing.B) {
 	b.Run("bare-franz-go", k.bare)
 	b.Run("weir-raw-go", func(b *testing.B) { k.weir(b, "{{root}}/plugins/conformance/go/uppercase", cfg) })
 	b.Run("weir-typed-go", func(b *testing.B) { k.weir(b, "{{root}}/plugins/conformance/go/typed_uppercase", cfg) })
+	b.Run("weir-typed-go-batch", func(b *testing.B) { k.weir(b, "{{root}}/guest-sdk/go/testdata/uppercase_batch", cfg) })
 }
 
 // kafkaBench runs the measured sides of the Kafka benchmarks against one
