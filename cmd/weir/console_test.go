@@ -1,0 +1,210 @@
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+)
+
+// chromiumPath is Debian's chromium, which scripts/install-toolchains.sh
+// installs.
+const chromiumPath = "/usr/bin/chromium"
+
+// consoleHealthy is the pipeline whose console the browser test drives: a
+// key_by, a Wasm map with keyed state, a plugin that dead-letters a
+// record of each run of the counts (key c's seventh), and a window.
+const consoleHealthy = `name: healthy
+sources:
+  - name: gen
+    type: generator
+    rate: 1000
+    key: k
+    fields: [{name: k, kind: random_choice, values: ["a", "b", "c"]}, {name: ts, kind: timestamp}]
+    event_time: {field: ts, format: epoch_ms}
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: count.wasm}
+  - {name: check, type: map, plugin: fail_on.wasm, config: {bad: '{"key":"c","count":7}'}}
+  - name: per-key
+    type: window
+    kind: tumbling
+    size: 1s
+    key_field: key
+    aggregates: [{func: count, as: n}]
+sinks: [{name: out, type: discard}]
+dead_letter: {type: file, path: dead.jsonl}
+`
+
+// consoleLagging runs beside it: a second source replays old event time,
+// slower than the clock, so that its partition falls ever further behind,
+// and the count operator runs a shadow candidate whose outputs differ.
+const consoleLagging = `name: lagging
+sources:
+  - name: live
+    type: generator
+    rate: 500
+    key: k
+    fields: [{name: k, kind: random_choice, values: ["a", "b", "c"]}, {name: ts, kind: timestamp}]
+    event_time: {field: ts, format: epoch_ms}
+  - name: replay
+    type: generator
+    rate: 50
+    key: k
+    fields: [{name: k, kind: random_choice, values: ["a", "b"]}, {name: ts, kind: sequence, start: %d}]
+    event_time: {field: ts, format: epoch_ms}
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: count.wasm, shadow: count_v2.wasm}
+sinks: [{name: out, type: discard}]
+`
+
+// TestConsoleInBrowser runs two pipelines with --admin, opens the console
+// in headless Chromium and checks what a person would see: every node of
+// the graph, rates that become non-zero, a dead letter with its reason, a
+// watermark that advances, and a plugin swapped by the page's Reload
+// button; the other pipeline's page shows its lagging partition and its
+// shadow's divergences. It saves screenshots into the test's directory,
+// and with WEIR_UPDATE_SCREENSHOTS=1 into docs/ for the README.
+func TestConsoleInBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("the console's browser test needs Debian's chromium at %s (scripts/install-toolchains.sh installs it): %v", chromiumPath, err)
+	}
+	v1, v2 := buildPlugin(t, "plugins/conformance/go/counter"), buildPlugin(t, "host/testdata/plugins/counterv2")
+	dir := pipelineDir(t, consoleHealthy, map[string]string{"count.wasm": string(v1), "count_v2.wasm": string(v2),
+		"fail_on.wasm": string(buildPlugin(t, "plugins/conformance/go/fail_on")),
+		"lagging.yaml": fmt.Sprintf(consoleLagging, time.Now().Add(-2*time.Minute).UnixMilli())})
+	proc := weirtest.Start(t, dir, "weir", nil, "run", "--admin", "127.0.0.1:0", "--watch=false", "--status", "never",
+		filepath.Join(dir, "pipeline.yaml"), filepath.Join(dir, "lagging.yaml"))
+	base := "http://" + proc.AdminAddr(t)
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Two pipelines: / lists them, each links to its page.
+	waitDOM(t, ctx, "the index to list both pipelines",
+		`[...document.querySelectorAll('#index-list a')].map(a => a.textContent).join(",") === "healthy,lagging"`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/pipelines/healthy")); err != nil {
+		t.Fatal(err)
+	}
+	waitDOM(t, ctx, "the graph's nodes", `document.querySelectorAll('#graph g.node').length === 7`)
+	ids := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#graph g.node')].map(g => g.dataset.id)`)
+	want := []string{"source:gen", "operator:by-k", "operator:count", "operator:check", "operator:per-key", "sink:out", "dead_letter"}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("graph nodes %v, want %v", ids, want)
+	}
+	waitDOM(t, ctx, "every node's rate to become non-zero", `[...document.querySelectorAll('#graph g.node')]
+		.filter(g => g.dataset.stage !== "dead_letter")
+		.every(g => Number(g.dataset.stage === "source" ? g.dataset.outRate : g.dataset.inRate) > 0)`)
+	waitDOM(t, ctx, "a dead letter with its reason", `[...document.querySelectorAll('#dead-letters li')].some(li =>
+		li.querySelector('.reason').textContent.includes('bad input: {"key":"c","count":7}') && li.textContent.includes('at check'))`)
+	waitDOM(t, ctx, "a watermark", `document.querySelector('#watermark').dataset.ms !== ""`)
+	wm1 := evalJS[int64](t, ctx, `Number(document.querySelector('#watermark').dataset.ms)`)
+	waitDOM(t, ctx, "the watermark to advance", fmt.Sprintf(`Number(document.querySelector('#watermark').dataset.ms) > %d`, wm1))
+	waitDOM(t, ctx, "a sink sample", `document.querySelectorAll('#sinks [data-sink="out"] li').length > 0`)
+	shoot(t, ctx, "console-healthy.png")
+
+	// The Reload button swaps the plugin for the module now in its file.
+	if err := os.WriteFile(filepath.Join(dir, "count.wasm"), v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#plugins tr[data-operator="count"] button.reload`))); err != nil {
+		t.Fatal(err)
+	}
+	waitDOM(t, ctx, "the page to show version 2 after the reload", `document.querySelector('#graph g[data-id="operator:count"]').dataset.version === "2" &&
+		document.querySelector('#plugins tr[data-operator="count"] td:nth-child(2)').textContent === "v2" &&
+		document.querySelector('#plugin-msg').textContent.includes("count: swapped, version 2")`)
+
+	// The lagging pipeline's page: its replayed partition falls behind, and
+	// its shadow's divergences show beside the Promote button.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/pipelines/lagging")); err != nil {
+		t.Fatal(err)
+	}
+	waitDOM(t, ctx, "the replayed partition, over a minute behind", `[...document.querySelectorAll('#partitions tbody tr')].some(tr =>
+		tr.children[0].textContent === "replay" && tr.children[4].className === "behind")`)
+	waitDOM(t, ctx, "the shadow's divergences and its Promote button", `document.querySelectorAll('#divergences pre').length > 0 &&
+		!document.querySelector('#plugins tr[data-operator="count"] button.promote').hidden`)
+	shoot(t, ctx, "console-lagging-shadow.png")
+}
+
+// browser starts headless Chromium for the test, with a fresh profile and
+// the flags that keep it off the network, and returns its tab's context.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+	return ctx
+}
+
+// evalJS evaluates expr in the page, failing the test on error.
+func evalJS[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := evalCtx[T](ctx, expr)
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func evalCtx[T any](ctx context.Context, expr string) (T, error) {
+	ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return chromedp.Run(ectx, chromedp.Evaluate[T](expr))
+}
+
+// waitDOM polls the page until the JavaScript expression cond is true; a
+// cond that throws (an element not there yet) counts as false.
+func waitDOM(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	expr := "(() => { try { return !!(" + cond + "); } catch (e) { return false; } })()"
+	weirtest.PollUntil(t, 60*time.Second, what, func() bool {
+		ok, err := evalCtx[bool](ctx, expr)
+		return err == nil && ok
+	})
+}
+
+// shoot saves a screenshot of the whole page into the test's directory,
+// and, with WEIR_UPDATE_SCREENSHOTS=1, into docs/ for the README.
+func shoot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := []string{t.TempDir()}
+	if d := os.Getenv("WEIR_TEST_ARTIFACTS"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if os.Getenv("WEIR_UPDATE_SCREENSHOTS") == "1" {
+		dirs = append(dirs, filepath.Join(weirtest.Root(t), "docs"))
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("screenshot %s saved in %s", name, strings.Join(dirs, ", "))
+}
