@@ -91,6 +91,10 @@ const maxSampleBytes = 1024
 type StageFlow struct {
 	Stage, Name    string
 	BlockedSeconds float64
+	// Workers is how many goroutines run the stage, over which
+	// BlockedSeconds is summed: the engine's parallelism for an
+	// operator, 1 for a source or sink.
+	Workers int
 	// BatchNanos counts the operator's batch calls by duration: entry i
 	// those that took [2^(i-1), 2^i) nanoseconds. Nil for other stages.
 	BatchNanos []int64
@@ -198,17 +202,18 @@ func (p *Pipeline) flows() []StageFlow {
 	es := ri.ep.Stats()
 	var out []StageFlow
 	for _, c := range es.Sources {
-		out = append(out, StageFlow{Stage: "source", Name: c.Name, BlockedSeconds: c.Blocked.Seconds()})
+		out = append(out, StageFlow{Stage: "source", Name: c.Name, BlockedSeconds: c.Blocked.Seconds(), Workers: 1})
 	}
 	for i, c := range es.Steps {
-		f := StageFlow{Stage: "operator", Name: p.cfg.Operators[i].Name, BlockedSeconds: c.Blocked.Seconds()}
+		f := StageFlow{Stage: "operator", Name: p.cfg.Operators[i].Name, BlockedSeconds: c.Blocked.Seconds(),
+			Workers: max(p.cfg.Engine.Parallelism, 1)}
 		if i < len(es.StepLatency) {
 			f.BatchNanos = slices.Clone(es.StepLatency[i][:])
 		}
 		out = append(out, f)
 	}
 	for _, c := range es.Sinks {
-		out = append(out, StageFlow{Stage: "sink", Name: c.Name})
+		out = append(out, StageFlow{Stage: "sink", Name: c.Name, Workers: 1})
 	}
 	return out
 }

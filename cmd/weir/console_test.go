@@ -21,8 +21,11 @@ const chromiumPath = "/usr/bin/chromium"
 
 // consoleHealthy is the pipeline whose console the browser test drives: a
 // key_by, a Wasm map with keyed state, a plugin that dead-letters a
-// record of each run of the counts (key c's seventh), and a window.
+// record of each run of the counts (key c's seventh), and a window, with
+// checkpoints.
 const consoleHealthy = `name: healthy
+state: {backend: badger, dir: state}
+checkpoints: {interval: 1s, delivery: at_least_once}
 sources:
   - name: gen
     type: generator
@@ -110,6 +113,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitDOM(t, ctx, "a watermark", `document.querySelector('#watermark').dataset.ms !== ""`)
 	wm1 := evalJS[int64](t, ctx, `Number(document.querySelector('#watermark').dataset.ms)`)
 	waitDOM(t, ctx, "the watermark to advance", fmt.Sprintf(`Number(document.querySelector('#watermark').dataset.ms) > %d`, wm1))
+	waitDOM(t, ctx, "a completed checkpoint", `[...document.querySelectorAll('#checkpoints tbody tr')].some(tr =>
+		tr.lastChild.textContent === "completed" && Number(tr.children[3].textContent) > 0)`)
 	waitDOM(t, ctx, "a sink sample", `document.querySelectorAll('#sinks [data-sink="out"] li').length > 0`)
 	shoot(t, ctx, "console-healthy.png")
 

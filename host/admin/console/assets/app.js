@@ -3,7 +3,7 @@
 "use strict";
 
 const POLL_MS = 1000;
-const NODE_W = 172, NODE_H = 78, COL_W = 212, ROW_H = 94, PAD = 12;
+const NODE_W = 172, NODE_H = 86, COL_W = 212, ROW_H = 100, PAD = 12;
 const $ = (sel) => document.querySelector(sel);
 
 let token = sessionStorage.getItem("weir-token") || "";
@@ -85,9 +85,16 @@ function buildGraph(view) {
   for (const e of view.edges) {
     const a = pos.get(e.from), b = pos.get(e.to);
     if (!a || !b) continue;
-    const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
-    edges.append(el("path", { class: e.dead ? "edge dead" : "edge", "data-from": e.from, "data-to": e.to,
-      d: `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}` }));
+    const x2 = b.x, y2 = b.y + NODE_H / 2;
+    let d;
+    if (e.dead) { // from the node's bottom, under the main flow
+      const x1 = a.x + NODE_W / 2, y1 = a.y + NODE_H;
+      d = `M${x1},${y1} C${x1},${y2} ${x1},${y2} ${x2},${y2}`;
+    } else {
+      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, mx = (x1 + x2) / 2;
+      d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`;
+    }
+    edges.append(el("path", { class: e.dead ? "edge dead" : "edge", "data-from": e.from, "data-to": e.to, d }));
   }
   svg.append(edges);
   for (const n of view.nodes) svg.append(buildNode(n, pos.get(n.id)));
@@ -101,9 +108,10 @@ function buildNode(n, p) {
   refs.title = t("title", 16);
   refs.kind = t("sub kind", 30);
   refs.rates = t("rates", 45);
-  refs.errs = t("errs", 59);
-  g.append(el("rect", { class: "bp-track", x: 8, y: 66, width: NODE_W - 16, height: 5, rx: 2 }));
-  refs.bp = el("rect", { class: "bp-bar", x: 8, y: 66, width: 0, height: 5, rx: 2 });
+  refs.errs = t("errs", 58);
+  refs.lat = t("sub lat", 71);
+  g.append(el("rect", { class: "bp-track", x: 8, y: 77, width: NODE_W - 16, height: 5, rx: 2 }));
+  refs.bp = el("rect", { class: "bp-bar", x: 8, y: 77, width: 0, height: 5, rx: 2 });
   refs.tip = el("title");
   g.append(refs.bp, refs.tip);
   setText(refs.title, n.name.length > 24 ? n.name.slice(0, 23) + "…" : n.name);
@@ -123,11 +131,12 @@ function updateNode(n) {
   if (n.stage === "source") setText(r.rates, `out ${rate(n.out_per_second)}/s`);
   else if (n.stage === "dead_letter") setText(r.rates, `in ${rate(n.in_per_second)}/s · total ${n.in}`);
   else setText(r.rates, `in ${rate(n.in_per_second)}/s → out ${rate(n.out_per_second)}/s`);
-  let errs = n.stage === "dead_letter" ? "" : `err ${rate(n.dead_per_second)}/s`;
-  if (n.batch_p99_seconds !== null) errs += ` · p50 ${secs(n.batch_p50_seconds)} p99 ${secs(n.batch_p99_seconds)}`;
-  setText(r.errs, errs);
-  r.errs.classList.toggle("err", n.dead_per_second > 0);
   const bp = n.backpressure || 0;
+  let errs = n.stage === "dead_letter" ? "" : `err ${rate(n.dead_per_second)}/s`;
+  if (n.backpressure !== null) errs += ` · backpressure ${(bp * 100).toFixed(0)}%`;
+  setText(r.errs, errs);
+  setText(r.lat, n.batch_p99_seconds === null ? "" : `batch p50 ${secs(n.batch_p50_seconds)} · p99 ${secs(n.batch_p99_seconds)}`);
+  r.errs.classList.toggle("err", n.dead_per_second > 0);
   setAttr(r.bp, "width", ((NODE_W - 16) * bp).toFixed(1));
   setAttr(r.bp, "class", "bp-bar" + (bp > 0.5 ? " high" : bp > 0.1 ? " mid" : ""));
   setAttr(r.g, "data-backpressure", bp.toFixed(3));
@@ -173,7 +182,7 @@ function updatePartitions(view) {
   setText($("#partitions-summary"), s);
   syncRows($("#partitions tbody"), p.rows, (r) => r.source + "/" + r.topic + "/" + r.partition, (r) => {
     const behind = r.watermark_ms === null ? null : (view.now_ms - r.watermark_ms) / 1000;
-    return [r.source, (r.topic ? r.topic + "/" : "") + r.partition, String(r.offset), clock(r.watermark_ms),
+    return [r.source, r.partition < 0 ? "–" : (r.topic ? r.topic + "/" : "") + r.partition, String(r.offset), clock(r.watermark_ms),
       [secs(behind), behind !== null && behind > 10 && !r.idle ? "behind" : ""], [r.idle ? "idle" : "", r.idle ? "idle" : ""]];
   });
 }
