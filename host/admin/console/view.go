@@ -119,11 +119,13 @@ func (v *Views) rates(name string, now time.Time, st host.Stats, flows []host.St
 		return prev
 	}
 	s := &sample{at: now, stats: st, flows: flows, rates: make([]nodeRates, len(st.Stages))}
-	if prev != nil && len(prev.stats.Stages) == len(st.Stages) {
-		dt := now.Sub(prev.at).Seconds()
-		for i, c := range st.Stages {
-			s.rates[i] = stageRates(c, prev.stats.Stages[i], flowAt(flows, i), flowAt(prev.flows, i), dt)
-		}
+	if prev == nil || len(prev.stats.Stages) != len(st.Stages) {
+		// No rates yet; batch times over the run so far.
+		prev = &sample{at: now, stats: st}
+	}
+	dt := max(now.Sub(prev.at).Seconds(), 1e-3)
+	for i, c := range st.Stages {
+		s.rates[i] = stageRates(c, prev.stats.Stages[i], flowAt(flows, i), flowAt(prev.flows, i), dt)
 	}
 	v.last[name] = s
 	return s
@@ -140,6 +142,9 @@ func flowAt(flows []host.StageFlow, i int) *host.StageFlow {
 // and pc and pf then. Counts that went back (a run started again) count
 // from zero.
 func stageRates(c, pc host.StageCounts, f, pf *host.StageFlow, dt float64) nodeRates {
+	if pf == nil { // the first sample: nothing to take away
+		pf = &host.StageFlow{}
+	}
 	per := func(now, then int64) float64 {
 		if now < then {
 			then = 0
@@ -147,7 +152,7 @@ func stageRates(c, pc host.StageCounts, f, pf *host.StageFlow, dt float64) nodeR
 		return float64(now-then) / dt
 	}
 	r := nodeRates{in: per(c.In, pc.In), out: per(c.Out, pc.Out), dead: per(c.Dead, pc.Dead)}
-	if f == nil || pf == nil {
+	if f == nil {
 		return r
 	}
 	blocked := f.BlockedSeconds - pf.BlockedSeconds
@@ -155,19 +160,30 @@ func stageRates(c, pc host.StageCounts, f, pf *host.StageFlow, dt float64) nodeR
 		blocked = f.BlockedSeconds
 	}
 	r.backpressure = min(max(blocked/dt/float64(max(f.Workers, 1)), 0), 1)
-	if f.BatchNanos != nil {
-		window := make([]int64, len(f.BatchNanos))
-		copy(window, f.BatchNanos)
-		for i := range min(len(window), len(pf.BatchNanos)) {
-			window[i] -= pf.BatchNanos[i]
-		}
-		if slices.ContainsFunc(window, func(n int64) bool { return n < 0 }) {
-			window = f.BatchNanos
-		}
-		r.p50, r.p99 = host.LatencyQuantile(window, 0.5), host.LatencyQuantile(window, 0.99)
-		r.hasLatency = r.p99 > 0
-	}
+	r.p50, r.p99, r.hasLatency = batchTimes(f.BatchNanos, pf.BatchNanos)
 	return r
+}
+
+// batchTimes returns the p50 and p99 of the batch calls counted in now
+// but not then, or of all those in now if none was since (or the counts
+// went back: a run started again); ok is false when there are none.
+func batchTimes(now, then []int64) (p50, p99 float64, ok bool) {
+	if now == nil {
+		return 0, 0, false
+	}
+	window := slices.Clone(now)
+	var n int64
+	for i := range window {
+		if i < len(then) {
+			window[i] -= then[i]
+		}
+		n += window[i]
+	}
+	if n <= 0 || slices.ContainsFunc(window, func(c int64) bool { return c < 0 }) {
+		window = now
+	}
+	p50, p99 = host.LatencyQuantile(window, 0.5), host.LatencyQuantile(window, 0.99)
+	return p50, p99, p99 > 0
 }
 
 // graph lays the pipeline out in layers: the sources, each operator in
