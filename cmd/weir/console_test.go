@@ -78,9 +78,7 @@ sinks: [{name: out, type: discard}]
 // shadow's divergences. It saves screenshots into the test's directory,
 // and with WEIR_UPDATE_SCREENSHOTS=1 into docs/ for the README.
 func TestConsoleInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("the console's browser test needs Debian's chromium at %s (scripts/install-toolchains.sh installs it): %v", chromiumPath, err)
-	}
+	needChromium(t)
 	v1, v2 := buildPlugin(t, "plugins/conformance/go/counter"), buildPlugin(t, "host/testdata/plugins/counterv2")
 	dir := pipelineDir(t, consoleHealthy, map[string]string{"count.wasm": string(v1), "count_v2.wasm": string(v2),
 		"fail_on.wasm": string(buildPlugin(t, "plugins/conformance/go/fail_on")),
@@ -139,6 +137,22 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitDOM(t, ctx, "the shadow's divergences and its Promote button", `document.querySelectorAll('#divergences pre').length > 0 &&
 		!document.querySelector('#plugins tr[data-operator="count"] button.promote').hidden`)
 	shoot(t, ctx, "console-lagging-shadow.png")
+}
+
+// needChromium skips the test when Debian's chromium is missing, saying
+// how to install it, or fails it where toolchains are required (CI, whose
+// scripts/install-toolchains.sh installs it).
+func needChromium(t testing.TB) {
+	t.Helper()
+	_, err := os.Stat(chromiumPath)
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("the console's browser test needs Debian's chromium at %s: run scripts/install-toolchains.sh (%v)", chromiumPath, err)
+	if v := os.Getenv(weirtest.RequireToolchains); v != "" && v != "0" {
+		t.Fatalf("%s (%s=%s: a missing toolchain fails the test here)", msg, weirtest.RequireToolchains, v)
+	}
+	t.Skip(msg)
 }
 
 // browser starts headless Chromium for the test, with a fresh profile and
