@@ -2,17 +2,23 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/admin/console"
 )
 
 // chromiumPath is Debian's chromium, which scripts/install-toolchains.sh
@@ -157,7 +163,7 @@ func needChromium(t testing.TB) {
 
 // browser starts headless Chromium for the test, with a fresh profile and
 // the flags that keep it off the network, and returns its tab's context.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -226,4 +232,162 @@ func shoot(t *testing.T, ctx context.Context, name string) {
 		}
 	}
 	t.Logf("screenshot %s saved in %s", name, strings.Join(dirs, ", "))
+}
+
+// consoleCostPipeline runs as fast as it can: a generator, a key_by, a
+// Wasm map with keyed state and a window, into discard.
+const consoleCostPipeline = `name: cost
+sources:
+  - name: gen
+    type: generator
+    key: k
+    fields: [{name: k, kind: random_choice, values: ["a", "b", "c", "d"]}, {name: ts, kind: timestamp}]
+    event_time: {field: ts, format: epoch_ms}
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: count.wasm}
+  - name: per-key
+    type: window
+    kind: tumbling
+    size: 1s
+    key_field: key
+    aggregates: [{func: count, as: n}]
+sinks: [{name: out, type: discard}]
+`
+
+// BenchmarkConsoleCost measures what serving the console to a browser
+// costs a pipeline: its throughput in phases of consolePhase, taking turns
+// with Chromium on a blank page and on the pipeline's console (polling
+// once a second), as console/blank; then the server's time per poll of the
+// console's view. Run it once:
+//
+//	go test -run='^$' -bench=ConsoleCost -benchtime=1x ./cmd/weir/
+func BenchmarkConsoleCost(b *testing.B) {
+	needChromium(b)
+	res := weirtest.Run(b, weirtest.Root(b), "", "plugin", "build", "plugins/conformance/go/counter")
+	module, err := os.ReadFile(strings.TrimSpace(res.Stdout))
+	if res.Code != 0 || err != nil {
+		b.Fatalf("plugin build: %s %v", res.Stderr, err)
+	}
+	dir := b.TempDir()
+	for name, content := range map[string][]byte{"pipeline.yaml": []byte(consoleCostPipeline), "count.wasm": module} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	proc := weirtest.Start(b, dir, "weir", nil, "run", "--admin", "127.0.0.1:0", "--watch=false", "--status", "never", filepath.Join(dir, "pipeline.yaml"))
+	addr := proc.AdminAddr(b)
+	ctx := browser(b)
+	weirtest.PollUntil(b, 30*time.Second, "the pipeline to run", func() bool { return weirtest.SourceRecords(addr) > 0 })
+	pages := map[bool]string{false: "about:blank", true: "http://" + addr + "/pipelines/cost"}
+	rates := map[bool][]float64{}
+	for i := range 2 * consolePairs {
+		console := i%2 == 1
+		if err := chromedp.Do(ctx, chromedp.Navigate(pages[console])); err != nil {
+			b.Fatal(err)
+		}
+		rates[console] = append(rates[console], throughput(addr, consolePhase))
+	}
+	ratio := median(rates[true]) / median(rates[false])
+	b.ReportMetric(median(rates[false]), "records/s-blank")
+	b.ReportMetric(median(rates[true]), "records/s-console")
+	b.ReportMetric(ratio, "console/blank")
+	b.ReportMetric(pollTime(b, "http://"+addr+"/api/v1/pipelines/cost/console").Seconds()*1e6, "µs/poll")
+	b.Logf("records/s with a blank page %v, with the console %v", rates[false], rates[true])
+}
+
+// The paired phases of BenchmarkConsoleCost.
+const (
+	consolePairs = 5
+	consolePhase = 6 * time.Second
+)
+
+// throughput returns the records per second the sources read over d
+// (after a second for the page to settle).
+func throughput(addr string, d time.Duration) float64 {
+	time.Sleep(time.Second) // a benchmark's phase, not a test's wait
+	before, start := weirtest.SourceRecords(addr), time.Now()
+	time.Sleep(d)
+	return float64(weirtest.SourceRecords(addr)-before) / time.Since(start).Seconds()
+}
+
+// pollTime returns the mean time the server takes to answer the
+// console's view, over 200 requests.
+func pollTime(b *testing.B, url string) time.Duration {
+	const n = 200
+	start := time.Now()
+	for range n {
+		code, _ := weirtest.HTTPGet(b, url, "")
+		if code != 200 {
+			b.Fatalf("GET %s: %d", url, code)
+		}
+	}
+	return time.Since(start) / n
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// TestConsoleLargePipeline serves the console's page with a pipeline of
+// 50 operators and 1,000 partitions whose every count and watermark
+// changes at each poll, and checks that the page keeps up: the whole
+// graph is drawn, the partition table holds the 100 furthest behind,
+// and the views keep being rendered. It logs the slowest render.
+func TestConsoleLargePipeline(t *testing.T) {
+	needChromium(t)
+	var polls atomic.Int64
+	mux := http.NewServeMux()
+	mux.Handle("GET /pipelines/{name}", console.Page())
+	mux.Handle("GET /console/", console.Assets())
+	mux.HandleFunc("GET /api/v1/pipelines", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`[{"name":"big"}]`))
+	})
+	mux.HandleFunc("GET /api/v1/pipelines/big/console", func(w http.ResponseWriter, _ *http.Request) {
+		json.NewEncoder(w).Encode(largeView(polls.Add(1)))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate(srv.URL+"/pipelines/big")); err != nil {
+		t.Fatal(err)
+	}
+	waitDOM(t, ctx, "the graph's 53 nodes and 100 partition rows", `document.querySelectorAll('#graph g.node').length === 53 &&
+		document.querySelectorAll('#partitions tbody tr').length === 100`)
+	waitDOM(t, ctx, "ten renders", `window.weirConsole.renders >= 10`)
+	waitDOM(t, ctx, "the last poll's rates on the last operator", fmt.Sprintf(
+		`Number(document.querySelector('#graph g[data-id="operator:op49"]').dataset.inRate) >= %d`, 1000*10))
+	st := evalJS[map[string]float64](t, ctx, `window.weirConsole`)
+	t.Logf("50 operators, 1,000 partitions: %.0f renders, the slowest (the first, which draws the graph) %.1f ms, the last %.1f ms",
+		st["renders"], st["maxRenderMs"], st["lastRenderMs"])
+	shoot(t, ctx, "console-large.png")
+}
+
+// largeView is the view of a pipeline of 50 operators and 1,000
+// partitions at its poll n: every rate and watermark moves with n.
+func largeView(n int64) console.View {
+	v := console.View{Pipeline: "big", State: "running", NowMs: time.Now().UnixMilli(), Checkpoints: []host.CheckpointRecord{},
+		DeadLetters: []host.DeadLetterSample{}, Plugins: []host.PluginStatus{}, SinkSamples: map[string][]host.SinkSample{},
+		Partitions: console.Partitions{Total: 1000, Rows: []host.PartitionStatus{}}}
+	bp := 0.3
+	add := func(id, stage string, layer int) {
+		v.Nodes = append(v.Nodes, console.Node{ID: id, Stage: stage, Name: id, Type: "map", Layer: layer, In: n * 1000,
+			InPerSecond: float64(n * 1000), OutPerSecond: float64(n * 1000), Backpressure: &bp})
+		if len(v.Nodes) > 1 {
+			v.Edges = append(v.Edges, console.Edge{From: v.Nodes[len(v.Nodes)-2].ID, To: id})
+		}
+	}
+	add("source:in", "source", 0)
+	for i := range 50 {
+		add(fmt.Sprintf("operator:op%d", i), "operator", i+1)
+	}
+	add("sink:out", "sink", 51)
+	v.Nodes = append(v.Nodes, console.Node{ID: "dead_letter", Stage: "dead_letter", Name: "dead letters", Layer: 51})
+	for i := range 100 {
+		wm := v.NowMs - int64(100-i)*1000 - n
+		v.Partitions.Rows = append(v.Partitions.Rows, host.PartitionStatus{Source: "in", Topic: "t", Partition: int32(i * 10), Offset: n * 1000, WatermarkMs: &wm})
+	}
+	return v
 }

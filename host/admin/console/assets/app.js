@@ -10,6 +10,9 @@ let token = sessionStorage.getItem("weir-token") || "";
 let pipeline = null;
 let graphKey = "";
 let nodeEls = new Map();
+// How many views were rendered and how long the slowest took, for the
+// tests that measure the page on a large pipeline.
+window.weirConsole = { renders: 0, lastRenderMs: 0, maxRenderMs: 0 };
 
 // setText changes a node's text only when it differs, so that an update
 // that changes nothing touches nothing.
@@ -300,6 +303,15 @@ function updateSummary(view) {
 }
 
 function render(view) {
+  const t0 = performance.now();
+  renderView(view);
+  const stats = window.weirConsole, ms = performance.now() - t0;
+  stats.renders++;
+  stats.lastRenderMs = ms;
+  stats.maxRenderMs = Math.max(stats.maxRenderMs, ms);
+}
+
+function renderView(view) {
   const key = view.nodes.map((n) => n.id).join("|") + "#" + view.edges.map((e) => e.from + ">" + e.to).join("|");
   if (key !== graphKey) {
     graphKey = key;
