@@ -1,17 +1,22 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
+	"github.com/weir-stream/weir/host"
 	"github.com/weir-stream/weir/host/admin"
 	"github.com/weir-stream/weir/host/admin/console"
+	"github.com/weir-stream/weir/host/plugintool"
 )
 
 // TestAPIv1 reads the version 1 API while a pipeline runs: snake_case
@@ -146,6 +151,51 @@ func TestConsolePage(t *testing.T) {
 			t.Errorf("%s %s (Host %q, %v): %d, want %d\n%s", tc.method, tc.path, tc.host, tc.headers, code, tc.want, body)
 		} else {
 			noCORS(t, tc.path, h)
+		}
+	}
+}
+
+// BenchmarkConsoleView measures the server's work for one poll of the
+// console: the view of a running pipeline of five stages, encoded as
+// JSON. At one poll a second, its time per op is the share of a core the
+// console costs the process (the sink's records are sampled meanwhile).
+//
+//	go test -run='^$' -bench=ConsoleView ./host/admin/
+func BenchmarkConsoleView(b *testing.B) {
+	ctx := context.Background()
+	plugin, _, err := plugintool.Build(ctx, filepath.Join(weirtest.Root(b), "plugins/conformance/go/counter"), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "pipeline.yaml")
+	if err := os.WriteFile(path, []byte(`name: view
+sources:
+  - {name: gen, type: generator, rate: 20000, key: k, fields: [{name: k, kind: random_choice, values: ["a", "b", "c"]}, {name: ts, kind: timestamp}], event_time: {field: ts, format: epoch_ms}}
+operators:
+  - {name: by-k, type: key_by, field: k}
+  - {name: count, type: map, plugin: "`+plugin+`"}
+  - {name: per-key, type: window, kind: tumbling, size: 1s, key_field: key, aggregates: [{func: count, as: n}]}
+sinks: [{name: out, type: discard}]
+`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	p, err := host.Load(ctx, path, host.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { p.Run(runCtx); close(done) }()
+	defer func() { stop(); <-done; p.Close(ctx) }()
+	var views console.Views
+	weirtest.PollUntil(b, 30*time.Second, "the sink's records in the view", func() bool {
+		return len(views.View(p).SinkSamples["out"]) > 0
+	})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := json.Marshal(views.View(p)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
