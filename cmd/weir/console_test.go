@@ -79,8 +79,9 @@ sinks: [{name: out, type: discard}]
 // TestConsoleInBrowser runs two pipelines with --admin, opens the console
 // in headless Chromium and checks what a person would see: every node of
 // the graph, rates that become non-zero, a dead letter with its reason, a
-// watermark that advances, and a plugin swapped by the page's Reload
-// button; the other pipeline's page shows its lagging partition and its
+// watermark that advances, a checkpoint, the records the sink wrote, a
+// plugin swapped by the page's Reload button and the state box's answer;
+// the other pipeline's page shows its lagging partition and its
 // shadow's divergences. It saves screenshots into the test's directory,
 // and with WEIR_UPDATE_SCREENSHOTS=1 into docs/ for the README.
 func TestConsoleInBrowser(t *testing.T) {
@@ -132,6 +133,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitDOM(t, ctx, "the page to show version 2 after the reload", `document.querySelector('#graph g[data-id="operator:count"]').dataset.version === "2" &&
 		document.querySelector('#plugins tr[data-operator="count"] td:nth-child(2)').textContent === "v2" &&
 		document.querySelector('#plugin-msg').textContent.includes("count: swapped, version 2")`)
+
+	// The state box reads count's state for a key, through /api/v1/state.
+	if err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(`#state-operator`), "count"),
+		chromedp.SendKeys(chromedp.CSS(`#state-key`), "a"), chromedp.Click(chromedp.CSS(`#state-form button`))); err != nil {
+		t.Fatal(err)
+	}
+	waitDOM(t, ctx, "count's value state for key a", `(() => { const e = JSON.parse(document.querySelector('#state-result').textContent);
+		return e.length === 1 && e[0].kind === "value" && e[0].name === "count" && e[0].value_hex.length === 16; })()`)
 
 	// The lagging pipeline's page: its replayed partition falls behind, and
 	// its shadow's divergences show beside the Promote button.
