@@ -177,6 +177,9 @@ type pipelineMetrics struct {
 	limitHits    *prometheus.CounterVec
 	// onSwap, when set (tests, benchmarks), also gets each swap's pause.
 	onSwap func(time.Duration)
+	// tap keeps what the admin console shows of the run's outputs and
+	// checkpoints (facade_admin.go).
+	tap liveTap
 }
 
 func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
@@ -214,8 +217,9 @@ func newPipelineMetrics(p *Pipeline) *pipelineMetrics {
 func (m *pipelineMetrics) BatchCompleted(d time.Duration) { m.batchLatency.Observe(d.Seconds()) }
 
 // CheckpointTaken implements engine.Observer.
-func (m *pipelineMetrics) CheckpointTaken(_ uint64, d time.Duration) {
+func (m *pipelineMetrics) CheckpointTaken(epoch uint64, d time.Duration) {
 	m.checkpoint.Observe(d.Seconds())
+	m.tap.checkpointed(m.p, epoch, d, "")
 }
 
 // PluginSwapped implements operator.Metrics.
@@ -243,6 +247,8 @@ var (
 	descOut = prometheus.NewDesc("weir_records_out_total", "Records a stage read (source), passed on (operator) or wrote (sink).",
 		[]string{"pipeline", "stage", "name"}, nil)
 	descDead = prometheus.NewDesc("weir_records_dead_total", "Records a stage sent to the dead-letter output.",
+		[]string{"pipeline", "stage", "name"}, nil)
+	descBlocked = prometheus.NewDesc("weir_stage_blocked_seconds_total", "Time a stage waited for room in the queue of the stage after it: its backpressure.",
 		[]string{"pipeline", "stage", "name"}, nil)
 	descDeadLetters = prometheus.NewDesc("weir_dead_letters_total", "Dead letters written.", []string{"pipeline"}, nil)
 	descRunning     = prometheus.NewDesc("weir_pipeline_running", "1 while the pipeline runs.", []string{"pipeline"}, nil)
@@ -277,6 +283,11 @@ func (m *pipelineMetrics) collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(s.Out), name, s.Stage, s.Name)
 		ch <- prometheus.MustNewConstMetric(descDead, prometheus.CounterValue, float64(s.Dead), name, s.Stage, s.Name)
+	}
+	for _, f := range m.p.flows() {
+		if f.Stage != "sink" {
+			ch <- prometheus.MustNewConstMetric(descBlocked, prometheus.CounterValue, f.BlockedSeconds, name, f.Stage, f.Name)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(descDeadLetters, prometheus.CounterValue, float64(st.DeadLetter), name)
 	running := 0.0

@@ -5,12 +5,15 @@
 #   Rust:            Debian's rustc, cargo and libstd-rust-dev-wasm32 (apt),
 #                    at /usr/bin; crates only from Debian's librust-*-dev
 #   AssemblyScript:  the assemblyscript npm package, in guest-sdk/assemblyscript
+#   Console test:    Debian's chromium (apt), at /usr/bin/chromium, for the
+#                    admin console's browser test
 # It does nothing for what is already there, and needs root (or sudo) only
 # when an apt package is missing. Run from anywhere in the checkout.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 apt_pkgs="clang lld wasi-libc libclang-rt-14-dev-wasm32 rustc cargo libstd-rust-dev-wasm32 librust-serde-json-dev wabt"
+apt_pkgs="$apt_pkgs chromium"
 missing=""
 for p in $apt_pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -108,9 +108,11 @@ the old one between batches; if that fails, or if the new version fails on
 most records of its first batches (rejects, traps or times out on them, far
 more often than the old one did), the old version goes on.
 
-With --admin, an HTTP server gives /healthz, /readyz, Prometheus /metrics,
-/api/pipeline (topology and live counts) and /api/plugins, and takes
-POST /api/plugins/reload (see weir plugin reload).
+With --admin, an HTTP server gives the web console at / (each pipeline live:
+its graph with rates, backpressure and batch times, partitions, watermark,
+checkpoints, dead letters, plugins and sink output), /healthz, /readyz,
+Prometheus /metrics and the JSON API under /api/v1 (docs/admin-api.md),
+which takes POST /api/v1/plugins/reload (see weir plugin reload).
 
 Several pipelines run side by side, or one after another with --sequential,
 and share one embedded Kafka broker among those that name no brokers: for

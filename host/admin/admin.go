@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weir-stream/weir/host"
+	"github.com/weir-stream/weir/host/admin/console"
 )
 
 // Options configure Start. It is a plain value, read by Start.
@@ -36,6 +37,8 @@ type Options struct {
 // Server is a weir process's admin HTTP server, for the pipelines
 // registered with it:
 //
+//	GET  /                        the web console (package console), and
+//	GET  /pipelines/{name}        each pipeline's page of it; /console/ serves its files
 //	GET  /healthz                 200 while the process serves
 //	GET  /readyz                  200 once every registered pipeline runs, else 503
 //	GET  /metrics                 Prometheus metrics of every registered pipeline
@@ -48,6 +51,8 @@ type Options struct {
 //	GET  /api/state               an operator's state for one record key, read now, JSON
 //	                              (421, naming the owner, for a key of another instance's task)
 //	                              (?operator=NAME&key=KEY or &key_hex=HEX; &pipeline=NAME with several)
+//	GET  /api/v1/...              the version 1 API: the routes above in snake_case, and each
+//	                              pipeline's console view (v1.go, docs/admin-api.md)
 //
 // Requests are checked in this order:
 //
@@ -91,6 +96,7 @@ type Server struct {
 	registry *prometheus.Registry
 	mu       sync.Mutex
 	pipes    []*host.Pipeline
+	views    console.Views // the console's, for rates between its polls
 	done     chan struct{}
 }
 
@@ -139,6 +145,7 @@ func Start(opts Options) (*Server, error) {
 	mux.Handle("POST /api/plugins/reload", a.auth(http.HandlerFunc(a.apiReload)))
 	mux.Handle("POST /api/plugins/promote", a.auth(http.HandlerFunc(a.apiPromote)))
 	mux.Handle("GET /api/state", a.auth(http.HandlerFunc(a.apiState)))
+	a.routesV1(mux)
 	a.srv = &http.Server{Handler: a.guard(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(a.done)

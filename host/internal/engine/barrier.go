@@ -99,6 +99,9 @@ func (r *runner) checkpoint(requested time.Time) error {
 	}
 	cp := &Checkpoint{Epoch: r.epoch, Sources: scs, Watermark: r.lastWM, Entries: slices.Clone(r.entryWM), Times: r.wms.snapshot()}
 	if err := r.ck.Commit(r.hard, cp); err != nil {
+		if r.st.tap != nil {
+			r.st.tap.CheckpointFailed(r.epoch, err)
+		}
 		return fmt.Errorf("checkpoint %d: %w", r.epoch, err)
 	}
 	if err := r.notifyListeners(cp); err != nil {

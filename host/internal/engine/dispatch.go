@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
@@ -52,9 +53,10 @@ func (r *runner) dispatch() {
 			d.take(b)
 		case <-tick.C:
 			if r.hard.Err() == nil {
-				r.forward(0, 0, d.sent, nil, r.advanceWatermark(), nil)
+				r.forward(0, 0, d.sent, nil, r.advanceWatermark(), nil, nil)
 				d.sendSnap()
 				d.forwardEntries(nil)
+				r.notePartitions()
 			}
 		case <-d.ck.timer:
 			d.ck.request()
@@ -89,7 +91,7 @@ func (d *dispatcher) take(b *batch) {
 		pc.dead = append(pc.dead, b.dead...)
 		d.batches++
 	}
-	r.forward(0, 0, d.sent, pc, r.advanceWatermark(), d.route)
+	r.forward(0, 0, d.sent, pc, r.advanceWatermark(), d.route, nil)
 	d.sendSnap()
 	d.forwardEntries(ent)
 	b.ack.Done(nil) // the dispatcher's own hold
@@ -131,7 +133,7 @@ func (d *dispatcher) route(rec *record.Record) int {
 func (d *dispatcher) endOfInput() {
 	r := d.r
 	if r.hard.Err() == nil && r.ctx.Err() == nil {
-		r.forward(0, 0, d.sent, nil, math.MaxInt64, nil)
+		r.forward(0, 0, d.sent, nil, math.MaxInt64, nil, nil)
 	}
 }
 
@@ -140,36 +142,37 @@ func (d *dispatcher) endOfInput() {
 // segment's workers by route, every worker that got no records but is owed
 // a newer watermark gets a watermark-only piece (see promise), and after
 // the last segment everything goes to the sinks. sent is the sender's
-// record of what it promised each worker of si.
-func (r *runner) forward(si, from int, sent []int64, pc *piece, wm int64, route func(*record.Record) int) {
+// record of what it promised each worker of si; blocked, if not nil, is
+// where the time the sender waits for room downstream adds up (send).
+func (r *runner) forward(si, from int, sent []int64, pc *piece, wm int64, route func(*record.Record) int, blocked *atomic.Int64) {
 	if si == len(r.segs) {
 		if pc != nil {
-			r.send(r.sinkCh, pc)
+			r.send(r.sinkCh, pc, blocked)
 		}
 		return
 	}
 	s := r.segs[si]
 	got := make([]bool, r.par)
 	if pc != nil {
-		r.deliver(s, from, pc, wm, route, got)
+		r.deliver(s, from, pc, wm, route, got, blocked)
 	}
-	r.promise(s, from, sent, got, wm)
+	r.promise(s, from, sent, got, wm, blocked)
 }
 
 // deliver sends pc's records to the workers of s that route picks, each
 // under watermark wm, noting in got which workers had some. The dead
 // letters pc collected go straight to the sinks.
-func (r *runner) deliver(s *segment, from int, pc *piece, wm int64, route func(*record.Record) int, got []bool) {
+func (r *runner) deliver(s *segment, from int, pc *piece, wm int64, route func(*record.Record) int, got []bool, blocked *atomic.Int64) {
 	if r.par == 1 && len(pc.dead) == 0 {
 		pc.wm, pc.from = wm, from
 		got[0] = true
-		r.send(s.in[0], pc)
+		r.send(s.in[0], pc, blocked)
 		return
 	}
 	parts := pc.root.split(pc.records, r.par, route)
 	if len(pc.dead) > 0 {
 		pc.records = nil
-		r.send(r.sinkCh, pc)
+		r.send(r.sinkCh, pc, blocked)
 	} else {
 		pc.root.ack.Done(nil) // pc is consumed
 	}
@@ -177,7 +180,7 @@ func (r *runner) deliver(s *segment, from int, pc *piece, wm int64, route func(*
 		if part != nil {
 			part.wm, part.from = wm, from
 			got[w] = true
-			r.send(s.in[w], part)
+			r.send(s.in[w], part, blocked)
 		}
 	}
 }

@@ -91,6 +91,12 @@ type Counts struct {
 	In   int64
 	Out  int64
 	Dead int64
+	// Blocked is how long the stage waited for room in the queue of the
+	// stage after it (summed over its workers): its backpressure. A
+	// source counts its waits for the dispatcher; a step, those of the
+	// last step of each run of steps a worker applies without handing
+	// on (a key_by ends one), as Flink counts a chain's; a sink none.
+	Blocked time.Duration
 }
 
 // Summary reports what a run did, stage by stage. It is plain data, made

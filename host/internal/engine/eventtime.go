@@ -136,6 +136,7 @@ type partKey struct {
 type partTime struct {
 	max      int64
 	lastSeen time.Time
+	offset   int64 // of the last record seen
 }
 
 func newWatermarks(ets []*EventTime, sources int, topics []string, now func() time.Time) *watermarks {
@@ -234,6 +235,7 @@ func (w *watermarks) observe(i int, recs []record.Record) {
 		}
 		p.max = max(p.max, r.Timestamp)
 		p.lastSeen = now
+		p.offset = r.Origin.Offset
 		s.maxSeen = max(s.maxSeen, r.Timestamp)
 	}
 	s.lastSeen = now

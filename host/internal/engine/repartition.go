@@ -139,14 +139,14 @@ func (k *worker) toRepartition(pc *piece, wm int64) {
 	r := k.r
 	if pc != nil {
 		pc.repart = k.s.repart + 1
-		r.send(r.sinkCh, pc)
+		r.send(r.sinkCh, pc, k.blocked())
 	}
 	if k.snap != k.sentSnap {
 		k.sentSnap = k.snap
 		r.work.add()
 		wp := watermarkPiece(wm, k.w)
 		wp.repart, wp.snap = k.s.repart+1, k.snap
-		r.send(r.sinkCh, wp)
+		r.send(r.sinkCh, wp, k.blocked())
 	}
 }
 
@@ -168,7 +168,7 @@ func (d *dispatcher) sendSnap() {
 		r.work.add()
 		pc := watermarkPiece(d.sent[w], 0)
 		pc.snap = snap
-		r.send(r.segs[0].in[w], pc)
+		r.send(r.segs[0].in[w], pc, nil)
 	}
 }
 
@@ -281,6 +281,6 @@ func (d *dispatcher) forwardEntries(ent []*piece) {
 		if j < len(ent) {
 			pc = ent[j]
 		}
-		r.forward(r.entrySegment(j), 0, d.entrySent[j], pc, r.entryWM[j], r.keyRoute)
+		r.forward(r.entrySegment(j), 0, d.entrySent[j], pc, r.entryWM[j], r.keyRoute, nil)
 	}
 }

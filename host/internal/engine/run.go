@@ -245,10 +245,26 @@ func (r *runner) newEmit() *batch {
 
 // send hands pc on, unless the run has failed, when nobody may be
 // receiving any more.
-func (r *runner) send(ch chan<- *piece, pc *piece) {
+//
+// A send that finds the queue full adds the time it waits to blocked, when
+// that is not nil: the backpressure on the sender (Counts.Blocked). A send
+// that finds room costs one non-blocking attempt more, and reads no clock.
+func (r *runner) send(ch chan<- *piece, pc *piece, blocked *atomic.Int64) {
+	select {
+	case ch <- pc:
+		return
+	default:
+	}
+	var start time.Time
+	if blocked != nil {
+		start = time.Now()
+	}
 	select {
 	case ch <- pc:
 	case <-r.hard.Done():
+	}
+	if blocked != nil {
+		blocked.Add(int64(time.Since(start)))
 	}
 }
 

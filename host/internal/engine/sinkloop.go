@@ -64,6 +64,9 @@ func (p *Pipeline) writePiece(pc *piece, st *runStats) error {
 		}
 		rejected := len(pc.dead) - before
 		st.sinks[i].add(len(pc.records), len(pc.records)-rejected, rejected)
+		if st.tap != nil && st.tap.Sampling() {
+			st.tap.SinkWrote(i, pc.records)
+		}
 	}
 	return p.writeDead(pc, st)
 }
@@ -82,6 +85,9 @@ func (p *Pipeline) writeDead(pc *piece, st *runStats) error {
 			return err
 		}
 		st.deadLetters.Add(1)
+		if st.tap != nil {
+			st.tap.DeadLettered(&pc.dead[i])
+		}
 	}
 	return nil
 }

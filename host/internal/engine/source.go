@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -223,6 +224,15 @@ func (o *Out) Flush() error {
 	o.publish()
 	select {
 	case o.ch <- b:
+		return nil
+	default:
+	}
+	start := time.Now()
+	select {
+	case o.ch <- b:
+		if o.live != nil {
+			o.live.blocked.Add(int64(time.Since(start)))
+		}
 		return nil
 	case <-o.ctx.Done():
 		o.pool.put(b)

@@ -32,10 +32,14 @@ type Stats struct {
 	Checkpoints         int64
 	LastCheckpoint      uint64
 	LastCheckpointPause time.Duration
+	// StepLatency holds, by step, how long its Process calls took (see
+	// Latency), summed over workers.
+	StepLatency []Latency
 }
 
-// liveCounts are one stage's counts, added to while the run goes.
-type liveCounts struct{ in, out, dead atomic.Int64 }
+// liveCounts are one stage's counts, added to while the run goes, and
+// the time it spent blocked on the stage after it (runner.send).
+type liveCounts struct{ in, out, dead, blocked atomic.Int64 }
 
 func (c *liveCounts) add(in, out, dead int) {
 	c.in.Add(int64(in))
@@ -46,12 +50,16 @@ func (c *liveCounts) add(in, out, dead int) {
 func (c *liveCounts) counts(name string) Counts {
 	// Out and Dead before In, so that they never show more than came in.
 	out, dead := c.out.Load(), c.dead.Load()
-	return Counts{Name: name, In: c.in.Load(), Out: out, Dead: dead}
+	return Counts{Name: name, In: c.in.Load(), Out: out, Dead: dead, Blocked: time.Duration(c.blocked.Load())}
 }
 
 // runStats are the counters of one run.
 type runStats struct {
 	sources, steps, sinks []liveCounts
+	stepLatency           []liveLatency // by step
+	tap                   Tap           // the Observer, when it is one
+	partitions            atomic.Pointer[[]PartitionStats]
+	watched               atomic.Int64 // until when (Unix nanoseconds) Partitions was last asked for
 	deadLetters           atomic.Int64
 	watermark             atomic.Int64
 	checkpoints           atomic.Int64
@@ -62,10 +70,12 @@ type runStats struct {
 
 func newRunStats(p *Pipeline) *runStats {
 	st := &runStats{
-		sources: make([]liveCounts, len(p.Sources)),
-		steps:   make([]liveCounts, len(p.Steps)),
-		sinks:   make([]liveCounts, len(p.Sinks)),
+		sources:     make([]liveCounts, len(p.Sources)),
+		steps:       make([]liveCounts, len(p.Steps)),
+		sinks:       make([]liveCounts, len(p.Sinks)),
+		stepLatency: make([]liveLatency, len(p.Steps)),
 	}
+	st.tap, _ = p.Observer.(Tap)
 	st.watermark.Store(NoWatermark)
 	return st
 }
@@ -104,5 +114,6 @@ func (p *Pipeline) Stats() Stats {
 		Checkpoints:         st.checkpoints.Load(),
 		LastCheckpoint:      st.lastEpoch.Load(),
 		LastCheckpointPause: time.Duration(st.lastPause.Load()),
+		StepLatency:         st.latencies(),
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -39,14 +40,14 @@ func (r *runner) advanceWatermark() int64 {
 // worker that got records (got) has it with them; any other that was last
 // promised an older one gets a watermark-only piece, which a checkpoint
 // waits for as for a batch.
-func (r *runner) promise(s *segment, from int, sent []int64, got []bool, wm int64) {
+func (r *runner) promise(s *segment, from int, sent []int64, got []bool, wm int64, blocked *atomic.Int64) {
 	for w := range r.par {
 		if got[w] {
 			sent[w] = wm
 		} else if wm > sent[w] {
 			sent[w] = wm
 			r.work.add()
-			r.send(s.in[w], watermarkPiece(wm, from))
+			r.send(s.in[w], watermarkPiece(wm, from), blocked)
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -147,8 +149,12 @@ func (k *worker) forward(pc *piece, wm int64) {
 		k.toRepartition(pc, wm)
 		return
 	}
-	k.r.forward(k.si+1, k.w, k.sent, pc, wm, k.r.keyRoute)
+	k.r.forward(k.si+1, k.w, k.sent, pc, wm, k.r.keyRoute, k.blocked())
 }
+
+// blocked is where the worker's waits for room downstream add up: on the
+// last step of its segment, the one that hands on.
+func (k *worker) blocked() *atomic.Int64 { return &k.r.st.steps[k.s.end-1].blocked }
 
 // keyRoute is the worker that owns a record's key.
 func (r *runner) keyRoute(rec *record.Record) int { return int(hashKey(rec.Key) % uint32(r.par)) }
@@ -193,9 +199,11 @@ func (p *Pipeline) runSegment(ctx context.Context, s *segment, w int, pc *piece,
 	recs := pc.records
 	for j, op := range s.ops[w] {
 		out := pc.out(s.first + j)
+		start := time.Now()
 		if err := p.process(ctx, s.first+j, op, recs, out, batchSize); err != nil {
 			return err
 		}
+		stats.stepLatency[s.first+j].observe(time.Since(start))
 		stats.steps[s.first+j].add(len(recs), len(out.Records), len(out.Dead))
 		pc.dead = append(pc.dead, out.Dead...)
 		recs = out.Records
