@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -131,8 +132,14 @@ type CheckpointRecord struct {
 	At           time.Time `json:"at"`
 	PauseSeconds float64   `json:"pause_seconds"`
 	Records      int64     `json:"records"`
-	Outcome      string    `json:"outcome"`
-	Error        string    `json:"error,omitempty"`
+	// StateWrites and StateBytes count the state writes of the epoch
+	// (keys and values), ChangelogRecords the changes the checkpoint
+	// wrote to the changelog.
+	StateWrites      int64  `json:"state_writes"`
+	StateBytes       int64  `json:"state_bytes"`
+	ChangelogRecords int64  `json:"changelog_records"`
+	Outcome          string `json:"outcome"`
+	Error            string `json:"error,omitempty"`
 }
 
 // DeadLetterSample is a dead letter the run wrote: the stage that
@@ -228,6 +235,16 @@ type liveTap struct {
 	dead        []DeadLetterSample
 	sinks       map[string][]SinkSample
 	lastRead    int64 // source records at the last checkpoint
+	// commit is what the checkpoint being taken wrote, told by the
+	// checkpoints before the engine reports the checkpoint taken.
+	commit checkpoint.CommitStats
+}
+
+// committed notes what a checkpoint wrote, for checkpointed to show.
+func (t *liveTap) committed(s checkpoint.CommitStats) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.commit = s
 }
 
 // keepLast appends v to s, keeping the last liveKeep.
@@ -260,6 +277,12 @@ func (t *liveTap) checkpointed(p *Pipeline, epoch uint64, pause time.Duration, f
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if c := t.commit; c.Epoch == epoch && failure == "" {
+		rec.StateWrites, rec.StateBytes, rec.ChangelogRecords = c.State.Writes, c.State.Bytes, c.ChangelogRecords
+		if c.Aborted {
+			rec.Outcome = "aborted by a rebalance; redone"
+		}
+	}
 	rec.Records = max(read-t.lastRead, 0)
 	t.lastRead = read
 	t.checkpoints = keepLast(t.checkpoints, rec)

@@ -238,7 +238,7 @@ func (p *Pipeline) runOnce(ctx context.Context, carry *assembly.Carry, before Su
 	defer stopRun()
 	deps := assembly.Deps{Config: p.cfg, Ops: p.ops, Store: p.opts.Store, Logger: p.opts.Logger, Carry: carry, StopRun: stopRun,
 		Stdin: p.opts.Stdin, Stdout: p.opts.Stdout, Stderr: p.opts.Stderr,
-		OnStandby: func() { p.runState.Store(StateStandby) }, OnRestore: p.onRestore}
+		OnStandby: func() { p.runState.Store(StateStandby) }, OnRestore: p.onRestore, OnCommit: p.metrics.tap.committed}
 	if p.opts.Broker != nil {
 		deps.Broker = p.opts.Broker
 	}

@@ -131,6 +131,9 @@ type Badger struct {
 	head, tail *cacheEntry // most and least recently used
 	used       int64
 	dirty      int
+	// written counts the mutations applied, and their bytes, since
+	// TakeWritten last took them.
+	written Written
 	// writeSeq counts writes to badger; a Get that read badger without the
 	// lock trusts its result only if no write happened meanwhile.
 	writeSeq uint64
@@ -450,6 +453,22 @@ func (b *Badger) Prepare(meta []byte) error {
 	return nil
 }
 
+// Written counts a store's writes: mutations applied and the bytes of
+// their keys and values. It is a plain value.
+type Written struct {
+	Writes, Bytes int64
+}
+
+// TakeWritten returns what was applied since the last call, and starts
+// counting again. It is safe for concurrent use.
+func (b *Badger) TakeWritten() Written {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.written
+	b.written = Written{}
+	return w
+}
+
 // Changes calls fn for every key written since the last committed
 // checkpoint, with its value now, or deleted set: after Prepare, the
 // prepared epoch's changes, which a changelog records. Keys come in
@@ -647,7 +666,7 @@ func (b *Badger) Apply(muts []Mutation) error {
 	if len(muts) == 0 {
 		return nil
 	}
-	var size int64
+	var size, raw int64
 	for i := range muts {
 		m := &muts[i]
 		if err := b.checkMutation(m); err != nil {
@@ -658,12 +677,15 @@ func (b *Badger) Apply(muts []Mutation) error {
 		} else {
 			size += entrySize(len(m.Key), len(m.Value))
 		}
+		raw += int64(len(m.Key) + len(m.Value))
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
 		return err
 	}
+	b.written.Writes += int64(len(muts))
+	b.written.Bytes += raw
 	if size > b.capacity {
 		if err := b.writeDB(len(muts), size, func(yield func(key, val []byte, del bool) error) error {
 			for _, m := range muts {

@@ -639,3 +639,33 @@ func TestBadgerValueLogGC(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBadgerTakeWritten: TakeWritten counts the mutations applied since
+// the last call, and their keys' and values' bytes, whether they went
+// through the cache or straight to badger, and not the failed ones.
+func TestBadgerTakeWritten(t *testing.T) {
+	for _, capacity := range []int64{-1, 1 << 20} {
+		t.Run(fmt.Sprint("cache ", capacity), func(t *testing.T) {
+			b, err := OpenBadger(testBadgerOptions(t.TempDir(), capacity))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := b.Apply([]Mutation{{Key: []byte("k1"), Value: []byte("value")}, {Key: []byte("k22"), Delete: true}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Apply([]Mutation{{Key: nil, Value: []byte("x")}}); err == nil {
+				t.Fatal("an empty key was applied")
+			}
+			if got, want := b.TakeWritten(), (Written{Writes: 2, Bytes: 2 + 5 + 3}); got != want {
+				t.Errorf("first take %+v, want %+v", got, want)
+			}
+			if err := b.Apply([]Mutation{{Key: []byte("é"), Value: []byte("")}}); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := b.TakeWritten(), (Written{Writes: 1, Bytes: 2}); got != want {
+				t.Errorf("second take %+v, want %+v", got, want)
+			}
+		})
+	}
+}

@@ -118,8 +118,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitDOM(t, ctx, "a watermark", `document.querySelector('#watermark').dataset.ms !== ""`)
 	wm1 := evalJS[int64](t, ctx, `Number(document.querySelector('#watermark').dataset.ms)`)
 	waitDOM(t, ctx, "the watermark to advance", fmt.Sprintf(`Number(document.querySelector('#watermark').dataset.ms) > %d`, wm1))
-	waitDOM(t, ctx, "a completed checkpoint", `[...document.querySelectorAll('#checkpoints tbody tr')].some(tr =>
-		tr.lastChild.textContent === "completed" && Number(tr.children[3].textContent) > 0)`)
+	waitDOM(t, ctx, "a completed checkpoint that wrote state", `[...document.querySelectorAll('#checkpoints tbody tr')].some(tr =>
+		tr.lastChild.textContent === "completed" && Number(tr.children[3].textContent) > 0 &&
+		Number(tr.children[4].textContent.split(" ")[0]) > 0)`)
 	waitDOM(t, ctx, "a sink sample", `document.querySelectorAll('#sinks [data-sink="out"] li').length > 0`)
 	shoot(t, ctx, "console-healthy.png")
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/config"
 	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
@@ -32,6 +33,8 @@ type Deps struct {
 	// OnRestore, if set, is told how far the state's restore from the
 	// changelog is, as it goes.
 	OnRestore func(kafka.ReplayProgress)
+	// OnCommit, if set, is told what each checkpoint wrote.
+	OnCommit func(checkpoint.CommitStats)
 	// Carry is what the pipeline's runs hand on to one another when its
 	// instances share their consumer group by task; a pipeline keeps one
 	// for all its runs. Nil: no run shares by task.

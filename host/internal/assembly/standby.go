@@ -44,7 +44,7 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 // checkpointSetup is what the run's checkpoints are set up from.
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
-		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore,
+		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore, OnCommit: b.OnCommit,
 		Tasks: b.taskSet(), TasksTopic: b.repartTopic(), Resumed: b.resumed, StandbyTasks: b.standbyTasks()}
 }
 

@@ -72,7 +72,26 @@ type Coordinator struct {
 	// (Meta.TaskMarkers).
 	standbys    *standbys
 	taskMarkers map[int32]json.RawMessage
+	// OnCommit, when not nil, is told what each checkpoint wrote, once
+	// it committed, on the goroutine calling Commit.
+	OnCommit func(CommitStats)
 }
+
+// CommitStats is what one checkpoint wrote: the state writes since the
+// checkpoint before (when the store counts them, as state.Badger does),
+// and the changes it wrote to the changelog. It is a plain value.
+type CommitStats struct {
+	Epoch            uint64
+	State            state.Written
+	ChangelogRecords int64
+	// Aborted is set when a rebalance aborted the epoch's transaction
+	// (exactly once without keyed state): its records are read again
+	// into the next one.
+	Aborted bool
+}
+
+// writeCounter is a store that counts its writes (state.Badger).
+type writeCounter interface{ TakeWritten() state.Written }
 
 // Txn is the Kafka transaction of an exactly-once run (*kafka.Txn).
 type Txn interface {
@@ -101,6 +120,9 @@ type Setup struct {
 	// the changelog is as it goes (not a standby's catching up), from the
 	// goroutine calling Run.
 	OnRestore func(kafka.ReplayProgress)
+	// OnCommit, when not nil, is told what each checkpoint wrote, after
+	// it committed (Coordinator.OnCommit).
+	OnCommit func(CommitStats)
 	// Tasks, when not nil, makes the run share its consumer group by
 	// task (see tasks.go): it restores and writes only the changelog
 	// partitions of the tasks it owns.
@@ -136,7 +158,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 	if !ok {
 		return nil, close, fmt.Errorf("%s: checkpoints: the state store (%T) cannot take checkpoints", c.Pos, su.Store)
 	}
-	ck := &Coordinator{Store: cs, SyncOutputs: su.SyncOutputs, Logger: su.Logger}
+	ck := &Coordinator{Store: cs, SyncOutputs: su.SyncOutputs, Logger: su.Logger, OnCommit: su.OnCommit}
 	if txn != nil {
 		ck.Txn = txn
 	}
@@ -436,6 +458,22 @@ func (ck *Coordinator) keepMarker(p int32, m []byte) {
 // restart, and the changelog replay brings it forward again if the
 // transaction had committed.
 func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error {
+	stats := CommitStats{Epoch: cp.Epoch}
+	if w, ok := ck.Store.(writeCounter); ok {
+		stats.State = w.TakeWritten() // the run is quiesced: every write of the epoch is in
+	}
+	if err := ck.commit(ctx, cp, &stats); err != nil {
+		return err
+	}
+	if ck.OnCommit != nil {
+		ck.OnCommit(stats)
+	}
+	return nil
+}
+
+// commit takes the checkpoint, as Commit says, counting the changes it
+// writes to the changelog in stats.
+func (ck *Coordinator) commit(ctx context.Context, cp *engine.Checkpoint, stats *CommitStats) error {
 	start := time.Now()
 	// The file outputs are on disk before anything records the
 	// checkpoint, and, exactly once, their lengths are in it.
@@ -470,6 +508,7 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 			// offsets, so its records are read again into the next.
 			ck.Logger.Info("checkpoint: the consumer group rebalanced, so the transaction was aborted; its records are processed again",
 				"epoch", cp.Epoch)
+			stats.Aborted = true
 			return ck.Txn.Begin()
 		}
 		if err := ck.Store.Checkpoint(b); err != nil {
@@ -498,10 +537,17 @@ func (ck *Coordinator) Commit(ctx context.Context, cp *engine.Checkpoint) error 
 	if err := ck.Store.Prepare(b); err != nil {
 		return err
 	}
-	next, skipped, err := ck.Changelog.Write(ctx, ck.Store.Changes, em, owned)
+	changes := func(yield func(key, value []byte, deleted bool) error) error {
+		return ck.Store.Changes(func(key, value []byte, deleted bool) error {
+			stats.ChangelogRecords++
+			return yield(key, value, deleted)
+		})
+	}
+	next, skipped, err := ck.Changelog.Write(ctx, changes, em, owned)
 	if err != nil {
 		return err
 	}
+	stats.ChangelogRecords -= int64(skipped)
 	if skipped > warmed { // the standby tasks' keys are the store's, not the run's
 		ck.Logger.Warn("checkpoint: changes of keys whose tasks another instance owns were not written to the changelog", "changes", skipped)
 	}

@@ -41,6 +41,7 @@ func (s *fakeStore) Commit(meta []byte) error {
 func (s *fakeStore) Committed() (state.Checkpoint, bool) {
 	return state.Checkpoint{Meta: s.committed}, s.committed != nil
 }
+func (s *fakeStore) TakeWritten() state.Written { return state.Written{Writes: 3, Bytes: 10} }
 func (s *fakeStore) Changes(fn func(key, value []byte, deleted bool) error) error {
 	if err := fn([]byte("a"), []byte("1"), false); err != nil {
 		return err
@@ -96,8 +97,10 @@ func TestCommitOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log calls
 			store := &fakeStore{log: &log}
+			var stats []CommitStats
 			ck := &Coordinator{Store: store, ExactFiles: tc.txn, Logger: slog.New(slog.DiscardHandler),
-				SyncOutputs: func(_ *engine.Checkpoint, exact bool) error { log.add("sync %v", exact); return nil }}
+				SyncOutputs: func(_ *engine.Checkpoint, exact bool) error { log.add("sync %v", exact); return nil },
+				OnCommit:    func(s CommitStats) { stats = append(stats, s) }}
 			if tc.changelog {
 				ck.Changelog = fakeChangelog{log: &log}
 			}
@@ -110,6 +113,19 @@ func TestCommitOrder(t *testing.T) {
 			}
 			if !slices.Equal(log, tc.want) {
 				t.Fatalf("Commit did\n  %q\nwant\n  %q", log, tc.want)
+			}
+			wantStats := []CommitStats{{Epoch: 7, State: state.Written{Writes: 3, Bytes: 10}}}
+			if tc.changelog {
+				wantStats[0].ChangelogRecords = 2
+			}
+			switch {
+			case err != nil:
+				wantStats = nil
+			case tc.commitErr != nil:
+				wantStats[0].Aborted = true
+			}
+			if !slices.Equal(stats, wantStats) {
+				t.Errorf("OnCommit told %+v, want %+v", stats, wantStats)
 			}
 			if store.committed == nil {
 				return

@@ -190,10 +190,19 @@ function updatePartitions(view) {
   });
 }
 
+// size renders a byte count: 812 B, 4.1 KiB, 12.0 MiB.
+function size(n) {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
+}
+
 function updateCheckpoints(view) {
   const cps = view.checkpoints.slice().reverse();
   syncRows($("#checkpoints tbody"), cps, (c) => c.epoch + c.outcome, (c) => [String(c.epoch), clock(Date.parse(c.at)),
-    secs(c.pause_seconds), String(c.records), [c.outcome + (c.error ? ": " + c.error : ""), c.outcome === "completed" ? "ok" : "failed"]]);
+    secs(c.pause_seconds), String(c.records), `${c.state_writes} · ${size(c.state_bytes)}`, String(c.changelog_records),
+    [c.outcome + (c.error ? ": " + c.error : ""), c.outcome === "completed" ? "ok" : "failed"]]);
   const rs = view.restore;
   let text = view.state === "standby" ? "standby: waiting for the other instance to leave its consumer group" : "none";
   if (rs) text = `${view.state === "restoring" ? "restoring" : "last restore"}: ${rs.replayed} replayed, ${rs.left} left, ` +
