@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd(), newBenchCmd(&g))
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd(), newBenchCmd(&g), newVersionCmd())
 	return root
 }
 
@@ -331,16 +331,19 @@ there. scripts/install-toolchains.sh installs the toolchains.`,
 
 	var asJSON bool
 	inspect := &cobra.Command{
-		Use:   "inspect FILE.wasm",
-		Short: "Show a module's ABI version, exports, imports and size",
-		Long: `Show a module's ABI version, size, operations, memory, exports and imports,
-and the problems that would keep weir from loading it. The operations are
-those the plugin registered, for a module that reports them (the weir_ops
-export of every SDK's modules: the module is initialised in the sandbox with
-the config {} to ask), and otherwise those it exports.`,
-		Args: exactArgs(1, "one .wasm file"),
+		Use:   "inspect PLUGIN",
+		Short: "Show what a plugin implements: its kinds, declared fields, ABI, exports and imports",
+		Long: `Show a plugin's ABI version, size, the kinds it implements (map, flat_map,
+filter, aggregate), the fields it declares (typed plugins, abi/ABI.md §14),
+memory, exports and imports, and the problems that would keep weir from
+loading it. PLUGIN is a .wasm file, or a source folder, which is built
+first. The kinds are those the plugin registered, for a module that
+reports them (the weir_ops export of every SDK's modules), and otherwise
+those it exports; kinds and fields are asked of the module initialised in
+the sandbox with the config {}.`,
+		Args: exactArgs(1, "one plugin (a .wasm file or a source folder)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := plugintool.Inspect(args[0])
+			info, err := plugintool.InspectPlugin(cmd.Context(), args[0], g.cacheDir)
 			if err != nil {
 				return err
 			}
@@ -359,6 +362,9 @@ the config {} to ask), and otherwise those it exports.`,
 }
 
 func printInfo(w io.Writer, info plugintool.Info) {
+	if info.Source != "" {
+		fmt.Fprintf(w, "source:  %s (%s)\n", info.Source, info.Lang)
+	}
 	fmt.Fprintf(w, "module:  %s\n", info.Path)
 	fmt.Fprintf(w, "size:    %d bytes\n", info.Size)
 	if info.ABIVersion > 0 {
@@ -371,6 +377,14 @@ func printInfo(w io.Writer, info plugintool.Info) {
 		ops = "none"
 	}
 	fmt.Fprintf(w, "ops:     %s\n", ops)
+	if len(info.Fields) == 0 {
+		fmt.Fprintf(w, "fields:  none (it reads whole records)\n")
+	} else {
+		fmt.Fprintf(w, "fields:\n")
+		for _, f := range info.Fields {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	if info.Memory != "" {
 		fmt.Fprintf(w, "memory:  %s\n", info.Memory)
 	}
