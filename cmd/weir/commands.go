@@ -302,11 +302,30 @@ func newPluginCmd(g *globalFlags) *cobra.Command {
 		Use:   "build DIR",
 		Short: "Build a plugin source folder (Go, Rust, C or AssemblyScript) to a .wasm module",
 		Long: `Build the plugin in DIR, in the language found there: Go files (the Go
-toolchain, GOOS=wasip1, -buildmode=c-shared), a Cargo.toml (Debian's cargo,
-wasm32-wasi), C files (clang, wasm32-wasi reactor) or an AssemblyScript
+toolchain, GOOS=wasip1, -buildmode=c-shared), a Cargo.toml (cargo, for a
+Wasm target), C files (clang, wasm32-wasi reactor) or an AssemblyScript
 package (asc). Builds are cached by a hash of their sources and the
 toolchain's version. The path of the module is printed; with -o it is copied
-there. scripts/install-toolchains.sh installs the toolchains.`,
+there.
+
+A folder without the SDK builds against the one embedded in weir: a Go
+folder of .go files alone (weir supplies the go.mod), a single C file, an
+AssemblyScript assembly/index.ts.
+
+Each language's toolchain is found in this order (the log says which was
+used, and why):
+
+  go              $WEIR_GO; go on PATH; $GOROOT/bin/go; /usr/local/go/bin/go;
+                  /usr/lib/go/bin/go
+  rust            $WEIR_CARGO (and $WEIR_RUSTC); cargo on PATH when its rustc
+                  has a Wasm target (wasm32-wasip1, wasm32-wasi,
+                  wasm32-unknown-unknown); Debian's /usr/bin/cargo (wasm32-wasi,
+                  crates offline from /usr/share/cargo/registry)
+  c               $WEIR_CLANG; clang on PATH; clang-19 … clang-14 on PATH
+  assemblyscript  $WEIR_ASC; the plugin's node_modules/.bin/asc; that of the
+                  SDK folder its asconfig.json extends; asc on PATH
+
+weir version --toolchains shows what each would be.`,
 		Args: exactArgs(1, "one plugin directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, _, err := plugintool.Build(cmd.Context(), args[0], g.cacheDir)

@@ -78,3 +78,71 @@ func TestPluginNewRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginTestCompare replays a project's input through two versions of
+// its plugin: a copy agrees on every record, a changed copy differs on
+// the records it treats otherwise, and says how.
+func TestPluginTestCompare(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds Go plugins")
+	}
+	dir := t.TempDir()
+	if res := weirtest.Run(t, dir, "", "plugin", "new", "--kind", "filter", "v1"); res.Code != 0 {
+		t.Fatalf("plugin new: exit %d\n%s", res.Code, res.Stderr)
+	}
+	copyDir(t, filepath.Join(dir, "v1"), filepath.Join(dir, "same"))
+	copyDir(t, filepath.Join(dir, "v1"), filepath.Join(dir, "odd"))
+	main := filepath.Join(dir, "odd", "main.go")
+	b, err := os.ReadFile(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(b), "return n%2 == 0, nil", "return n%2 != 0, nil", 1)
+	if changed == string(b) {
+		t.Fatal("the filter template changed: no `return n%2 == 0, nil`")
+	}
+	if err := os.WriteFile(main, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join("v1", "input.jsonl")
+	res := weirtest.Run(t, dir, "", "plugin", "test", "v1", "--compare", "same", "--records", records)
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "same: 4 records (filter)") {
+		t.Fatalf("against a copy: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	res = weirtest.Run(t, dir, "", "plugin", "test", "v1", "--compare", "odd", "--records", records)
+	want := "DIFF record 2: {\"n\":2}\n  v1: [\"{\\\"n\\\":2}\"]\n  odd: []\n"
+	if res.Code != 1 || !strings.Contains(res.Stdout, want) || !strings.Contains(res.Stderr, "4 of 4 records differ") {
+		t.Fatalf("against a changed version: exit %d, want %q\n%s%s", res.Code, want, res.Stdout, res.Stderr)
+	}
+	res = weirtest.Run(t, dir, "", "plugin", "test", "v1", "--compare", "odd")
+	if res.Code != 2 || !strings.Contains(res.Stderr, "--records") {
+		t.Fatalf("without --records: exit %d\n%s", res.Code, res.Stderr)
+	}
+}
+
+// copyDir copies the regular files under src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
