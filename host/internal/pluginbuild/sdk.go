@@ -76,8 +76,8 @@ var sdkVersion = sync.OnceValue(func() string {
 func SDKVersion() string { return sdkVersion() }
 
 // sdkFiles lists the files of lang's SDK as a map from their path in the
-// laid-out SDK (slash-separated) to their path in SDKFiles. Test files and
-// READMEs of folders other than the SDK's own are left out.
+// laid-out SDK (slash-separated) to their path in SDKFiles. Go test files
+// are left out.
 func sdkFiles(lang Lang) (map[string]string, error) {
 	layout, ok := sdkLayout[lang]
 	if !ok {
