@@ -309,8 +309,9 @@ toolchain's version. The path of the module is printed; with -o it is copied
 there.
 
 A folder without the SDK builds against the one embedded in weir: a Go
-folder of .go files alone (weir supplies the go.mod), a single C file, an
-AssemblyScript assembly/index.ts.
+folder of .go files alone (weir supplies the go.mod), a Rust src/lib.rs
+alone (weir supplies the Cargo.toml), a single C file, an AssemblyScript
+assembly/index.ts.
 
 Each language's toolchain is found in this order (the log says which was
 used, and why):

@@ -10,8 +10,9 @@
 // root): WriteSDK lays one out as a plugin project's weir-sdk folder holds
 // it, and a folder of source that brings no SDK builds against a copy
 // extracted into the cache directory once per SDK version (ExtractedSDK);
-// a Go folder without a go.mod that resolves the SDK is built from a copy
-// under the cache whose generated go.mod does.
+// a Go folder without a go.mod that resolves the SDK, or a Rust folder
+// with a src/lib.rs and no Cargo.toml, is built from a copy under the
+// cache whose generated go.mod or Cargo.toml does.
 //
 // Built modules are cached on disk by a content hash of everything the build
 // reads: the source files of every non-standard-library package the plugin

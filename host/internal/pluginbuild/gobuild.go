@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -101,20 +102,11 @@ func goReplacesWeir(ctx context.Context, goBin, dir string) (bool, error) {
 	return false, nil
 }
 
-// goStageLock serialises staging within the process; staging the same
-// sources twice writes nothing the second time.
-var goStageLock sync.Mutex
-
 // goStage copies the plugin in dir to its folder under cacheDir/go-src,
 // with a go.mod requiring the weir module and replacing it by sdk, and
-// returns that folder. Files are written only when they differ, and files
-// the plugin no longer has are removed.
+// returns that folder.
 func goStage(ctx context.Context, goBin, dir, sdk, cacheDir string) (string, error) {
-	goStageLock.Lock()
-	defer goStageLock.Unlock()
-	sum := sha256.Sum256([]byte(dir))
-	stage := filepath.Join(cacheDir, "go-src", filepath.Base(dir)+"-"+hex.EncodeToString(sum[:8]))
-	files, err := goStageFiles(dir)
+	files, err := stageFiles(dir)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
@@ -123,21 +115,44 @@ func goStage(ctx context.Context, goBin, dir, sdk, cacheDir string) (string, err
 		return "", err
 	}
 	files["go.mod"] = mod
-	if err := syncTree(stage, files); err != nil {
-		return "", fmt.Errorf("plugin %s: staging its build: %w", dir, err)
-	}
-	return stage, nil
+	return stage(cacheDir, "go-src", dir, files)
 }
 
-// goStageFiles reads the files of the plugin folder dir, by slash path,
-// skipping version control and weir-sdk folders.
-func goStageFiles(dir string) (map[string][]byte, error) {
+// stageLock serialises staging within the process; staging the same
+// sources twice writes nothing the second time.
+var stageLock sync.Mutex
+
+// stage makes the folder for dir under cacheDir/kind hold exactly files,
+// writing only those that differ, and returns it.
+func stage(cacheDir, kind, dir string, files map[string][]byte) (string, error) {
+	stageLock.Lock()
+	defer stageLock.Unlock()
+	st := stageDirFor(cacheDir, kind, dir)
+	if err := syncTree(st, files); err != nil {
+		return "", fmt.Errorf("plugin %s: staging its build: %w", dir, err)
+	}
+	return st, nil
+}
+
+// stageDirFor is the folder under cacheDir/kind where dir is staged.
+func stageDirFor(cacheDir, kind, dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(cacheDir, kind, filepath.Base(dir)+"-"+hex.EncodeToString(sum[:8]))
+}
+
+// stageSkip are the folders of a plugin folder a staged build leaves out:
+// version control, an SDK copy and build outputs.
+var stageSkip = []string{".git", SDKDirName, "target", "node_modules"}
+
+// stageFiles reads the files of the plugin folder dir, by slash path,
+// skipping the folders of stageSkip.
+func stageFiles(dir string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && p != dir && (d.Name() == ".git" || d.Name() == SDKDirName) {
+		if d.IsDir() && p != dir && slices.Contains(stageSkip, d.Name()) {
 			return filepath.SkipDir
 		}
 		if !d.Type().IsRegular() {

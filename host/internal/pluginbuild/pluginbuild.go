@@ -150,7 +150,8 @@ type Lang string
 
 // The languages Build knows, and how Detect tells them: a Cargo.toml is
 // Rust; an asconfig.json, or a package.json depending on assemblyscript,
-// is AssemblyScript; Go files are Go; C files (and no Go files) are C.
+// is AssemblyScript; a src/lib.rs (without a Cargo.toml) is Rust; Go
+// files are Go; C files (and no Go files) are C.
 const (
 	LangGo             Lang = "go"
 	LangRust           Lang = "rust"
@@ -191,12 +192,14 @@ func Detect(dir string) (Lang, error) {
 		lang = LangRust
 	case has("asconfig.json") || packageUses(filepath.Join(dir, "package.json"), "assemblyscript"):
 		lang = LangAssemblyScript
+	case has(filepath.Join("src", "lib.rs")):
+		lang = LangRust
 	case glob("*.go"):
 		lang = LangGo
 	case glob("*.c"):
 		lang = LangC
 	default:
-		return "", fmt.Errorf("plugin %s: no plugin source found (want Go files, C files, a Cargo.toml, or an AssemblyScript package)", dir)
+		return "", fmt.Errorf("plugin %s: no plugin source found (want Go files, C files, a Cargo.toml or src/lib.rs, or an AssemblyScript package)", dir)
 	}
 	if _, ok := builders[lang]; !ok {
 		return "", fmt.Errorf("plugin %s: %s plugins cannot be built by this weir", dir, lang)

@@ -73,7 +73,7 @@ func rustFlagsConfig(target string) string {
 }
 
 func init() {
-	register(LangRust, builder{hash: func(ctx context.Context, dir, _ string) (string, error) { return rustHash(ctx, dir) }, build: rustBuild})
+	register(LangRust, builder{hash: rustHash, build: rustBuild})
 }
 
 // rustTools is the Rust toolchain a build uses. It is a plain value.
@@ -318,10 +318,13 @@ func rustRoots(dir string) ([]string, error) {
 // rustHash hashes everything a Rust plugin's build reads: the sources of
 // the plugin and of its path dependencies (skipping target folders), its
 // Cargo.lock (created if missing), and the tool versions.
-func rustHash(ctx context.Context, dir string) (string, error) {
+func rustHash(ctx context.Context, dir, cacheDir string) (string, error) {
 	tc, err := rustToolchain(ctx)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s is Rust source: %w", dir, err)
+	}
+	if dir, err = rustSourceDir(dir, cacheDir); err != nil {
+		return "", err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "Cargo.lock")); errors.Is(err, os.ErrNotExist) {
 		if err := rustLockfile(ctx, tc, dir); err != nil {
@@ -368,6 +371,9 @@ func rustLockfile(ctx context.Context, tc rustTools, dir string) error {
 func rustBuild(ctx context.Context, dir, out string) error {
 	tc, err := rustToolchain(ctx)
 	if err != nil {
+		return err
+	}
+	if dir, err = rustSourceDir(dir, outCacheDir(out)); err != nil {
 		return err
 	}
 	cargoHome, targetDir, err := rustWorkDir(outCacheDir(out), dir)
