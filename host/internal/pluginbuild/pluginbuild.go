@@ -81,7 +81,8 @@ func Load(ctx context.Context, path string, opts Options) ([]byte, Source, error
 // Build compiles the plugin source in dir, in whatever language Detect
 // finds there, or finds it in the cache, and returns where the module is.
 // Compiler output is part of the error. A build that succeeds is logged
-// to opts.Logger with its duration.
+// to opts.Logger with its duration, and, when it compiled, the toolchain
+// it used and why that one.
 func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 	start := time.Now()
 	src, err := build(ctx, dir, opts)
@@ -93,8 +94,10 @@ func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 		log = slog.Default()
 	}
 	attrs := []any{"source", dir, "lang", src.Lang, "duration", time.Since(start).Round(time.Millisecond), "cached", src.Cached}
-	if tc, err := FindToolchain(ctx, src.Lang, dir); err == nil {
-		attrs = append(attrs, "toolchain", tc.String())
+	if !src.Cached {
+		if tc, err := FindToolchain(ctx, src.Lang, dir); err == nil {
+			attrs = append(attrs, "toolchain", tc.String())
+		}
 	}
 	if opts.Operator != "" {
 		attrs = append([]any{"operator", opts.Operator}, attrs...)
