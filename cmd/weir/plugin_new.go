@@ -104,6 +104,9 @@ wherever it is moved.`,
 	cmd.Flags().StringVar(&lang, "lang", "go", "the plugin's language: "+strings.Join(templateLangs(), ", "))
 	cmd.Flags().StringVar(&kind, "kind", "map", "the plugin's kind: "+strings.Join(templateKinds(), ", "))
 	cmd.Flags().StringVar(&dir, "dir", ".", "where to create the plugin's folder")
+	var root string
+	cmd.Flags().StringVar(&root, "weir-root", "", "ignored")
+	cmd.Flags().MarkDeprecated("weir-root", "the SDK comes from the weir binary; the flag is ignored")
 	return cmd
 }
 
