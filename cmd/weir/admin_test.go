@@ -50,7 +50,7 @@ func buildPlugin(t *testing.T, dir string) []byte {
 func panickingModule(t *testing.T) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	res := weirtest.Run(t, dir, "", "plugin", "new", "--lang", "go", "--weir-root", weirtest.Root(t), "buggy")
+	res := weirtest.Run(t, dir, "", "plugin", "new", "--lang", "go", "buggy")
 	if res.Code != 0 {
 		t.Fatalf("plugin new: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}

@@ -42,7 +42,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format on standard error: text or json")
 	root.PersistentFlags().StringVar(&g.cacheDir, "cache-dir", "", "directory for built plugins and compiled modules (default $WEIR_CACHE_DIR or the user cache directory)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd(), newBenchCmd(&g))
+	root.AddCommand(newRunCmd(&g), newValidateCmd(&g), newPluginCmd(&g), newBrokerCmd(&g), newProduceCmd(&g), newConsumeCmd(&g), newStateCmd(), newBenchCmd(&g), newVersionCmd())
 	return root
 }
 
@@ -304,11 +304,31 @@ func newPluginCmd(g *globalFlags) *cobra.Command {
 		Use:   "build DIR",
 		Short: "Build a plugin source folder (Go, Rust, C or AssemblyScript) to a .wasm module",
 		Long: `Build the plugin in DIR, in the language found there: Go files (the Go
-toolchain, GOOS=wasip1, -buildmode=c-shared), a Cargo.toml (Debian's cargo,
-wasm32-wasi), C files (clang, wasm32-wasi reactor) or an AssemblyScript
+toolchain, GOOS=wasip1, -buildmode=c-shared), a Cargo.toml (cargo, for a
+Wasm target), C files (clang, wasm32-wasi reactor) or an AssemblyScript
 package (asc). Builds are cached by a hash of their sources and the
 toolchain's version. The path of the module is printed; with -o it is copied
-there. scripts/install-toolchains.sh installs the toolchains.`,
+there.
+
+A folder without the SDK builds against the one embedded in weir: a Go
+folder of .go files alone (weir supplies the go.mod), a Rust src/lib.rs
+alone (weir supplies the Cargo.toml), a single C file, an AssemblyScript
+assembly/index.ts.
+
+Each language's toolchain is found in this order (the log says which was
+used, and why):
+
+  go              $WEIR_GO; go on PATH; $GOROOT/bin/go; /usr/local/go/bin/go;
+                  /usr/lib/go/bin/go
+  rust            $WEIR_CARGO (and $WEIR_RUSTC); cargo on PATH when its rustc
+                  has a Wasm target (wasm32-wasip1, wasm32-wasi,
+                  wasm32-unknown-unknown); Debian's /usr/bin/cargo (wasm32-wasi,
+                  crates offline from /usr/share/cargo/registry)
+  c               $WEIR_CLANG; clang on PATH; clang-19 … clang-14 on PATH
+  assemblyscript  $WEIR_ASC; the plugin's node_modules/.bin/asc; that of the
+                  SDK folder its asconfig.json extends; asc on PATH
+
+weir version --toolchains shows what each would be.`,
 		Args: exactArgs(1, "one plugin directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, _, err := plugintool.Build(cmd.Context(), args[0], g.cacheDir)
@@ -333,16 +353,19 @@ there. scripts/install-toolchains.sh installs the toolchains.`,
 
 	var asJSON bool
 	inspect := &cobra.Command{
-		Use:   "inspect FILE.wasm",
-		Short: "Show a module's ABI version, exports, imports and size",
-		Long: `Show a module's ABI version, size, operations, memory, exports and imports,
-and the problems that would keep weir from loading it. The operations are
-those the plugin registered, for a module that reports them (the weir_ops
-export of every SDK's modules: the module is initialised in the sandbox with
-the config {} to ask), and otherwise those it exports.`,
-		Args: exactArgs(1, "one .wasm file"),
+		Use:   "inspect PLUGIN",
+		Short: "Show what a plugin implements: its kinds, declared fields, ABI, exports and imports",
+		Long: `Show a plugin's ABI version, size, the kinds it implements (map, flat_map,
+filter, aggregate), the fields it declares (typed plugins, abi/ABI.md §14),
+memory, exports and imports, and the problems that would keep weir from
+loading it. PLUGIN is a .wasm file, or a source folder, which is built
+first. The kinds are those the plugin registered, for a module that
+reports them (the weir_ops export of every SDK's modules), and otherwise
+those it exports; kinds and fields are asked of the module initialised in
+the sandbox with the config {}.`,
+		Args: exactArgs(1, "one plugin (a .wasm file or a source folder)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := plugintool.Inspect(args[0])
+			info, err := plugintool.InspectPlugin(cmd.Context(), args[0], g.cacheDir)
 			if err != nil {
 				return err
 			}
@@ -361,6 +384,9 @@ the config {} to ask), and otherwise those it exports.`,
 }
 
 func printInfo(w io.Writer, info plugintool.Info) {
+	if info.Source != "" {
+		fmt.Fprintf(w, "source:  %s (%s)\n", info.Source, info.Lang)
+	}
 	fmt.Fprintf(w, "module:  %s\n", info.Path)
 	fmt.Fprintf(w, "size:    %d bytes\n", info.Size)
 	if info.ABIVersion > 0 {
@@ -373,6 +399,14 @@ func printInfo(w io.Writer, info plugintool.Info) {
 		ops = "none"
 	}
 	fmt.Fprintf(w, "ops:     %s\n", ops)
+	if len(info.Fields) == 0 {
+		fmt.Fprintf(w, "fields:  none (it reads whole records)\n")
+	} else {
+		fmt.Fprintf(w, "fields:\n")
+		for _, f := range info.Fields {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+	}
 	if info.Memory != "" {
 		fmt.Fprintf(w, "memory:  %s\n", info.Memory)
 	}

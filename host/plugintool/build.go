@@ -24,7 +24,11 @@ func Build(ctx context.Context, dir, cacheDir string) (path string, cached bool,
 
 // Info describes a module without running it. It is a plain value.
 type Info struct {
-	Path       string   `json:"path"`
+	Path string `json:"path"`
+	// Source is the plugin folder the module was built from, and Lang its
+	// language, for InspectPlugin of a folder; empty otherwise.
+	Source     string   `json:"source,omitempty"`
+	Lang       string   `json:"lang,omitempty"`
 	Size       int      `json:"size"`
 	ABIVersion int      `json:"abi_version"` // 0 when the module declares none
 	Ops        []string `json:"ops"`         // batch operations it implements: map, flat_map, filter
@@ -38,6 +42,26 @@ type Info struct {
 	// Problems says why weir would refuse to load the module; empty for a
 	// valid plugin.
 	Problems []string `json:"problems"`
+}
+
+// InspectPlugin describes the plugin at path: a .wasm file, as Inspect
+// does, or a source folder, which it builds first (or finds in the cache
+// under cacheDir, empty for the default).
+func InspectPlugin(ctx context.Context, path, cacheDir string) (Info, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return Info{}, err
+	}
+	if !fi.IsDir() {
+		return Inspect(path)
+	}
+	src, err := pluginbuild.Build(ctx, path, pluginbuild.Options{CacheDir: cacheDir})
+	if err != nil {
+		return Info{}, fmt.Errorf("%w: %w", host.ErrPlugin, err)
+	}
+	info, err := Inspect(src.Path)
+	info.Source, info.Lang = path, string(src.Lang)
+	return info, err
 }
 
 // Inspect describes the .wasm file at path. It fails only when the

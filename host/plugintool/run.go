@@ -19,11 +19,13 @@ import (
 	"github.com/weir-stream/weir/state"
 )
 
-// Input is one record given to Run. A nil Key is a record without a key.
-// It is a plain value.
+// Input is one record given to Run. A nil Key is a record without a key;
+// Timestamp is its event time in milliseconds since the Unix epoch. It is
+// a plain value.
 type Input struct {
-	Key   []byte
-	Value []byte
+	Key       []byte
+	Value     []byte
+	Timestamp int64
 }
 
 // Output is one thing Run's plugin did with an input: a record it emitted
@@ -111,7 +113,7 @@ func RunGroup(ctx context.Context, path, op string, config []byte, inputs []Inpu
 	defer w.Close(ctx)
 	recs := make([]record.Record, len(inputs))
 	for i, in := range inputs {
-		recs[i] = record.Record{Key: in.Key, Value: in.Value, Origin: record.Origin{Source: "test", Partition: -1, Offset: int64(i)}}
+		recs[i] = record.Record{Key: in.Key, Value: in.Value, Timestamp: in.Timestamp, Origin: record.Origin{Source: "test", Partition: -1, Offset: int64(i)}}
 	}
 	if aop == abi.OpAggregate {
 		return runAggregate(ctx, w, recs, g)
@@ -199,11 +201,37 @@ func sortOutputs(res []Output) {
 // Case is one case of a plugin test file: an input and what the plugin
 // must do with it. A Want entry is an emitted value, "error: <msg>" for a
 // rejection with exactly that message, "error:" for a rejection with any
-// message, or "trap" for a failure on the record. It is a plain value.
+// message, or "trap" for a failure on the record. A value whose AsJSON
+// entry is true is compared as JSON (Want holds it compact, keys sorted),
+// others byte for byte. It is a plain value.
 type Case struct {
-	Key   *string  `json:"key,omitempty"`
-	Value string   `json:"value"`
-	Want  []string `json:"want"`
+	Key       *string  `json:"key,omitempty"`
+	Value     string   `json:"value"`
+	Want      []string `json:"want"`
+	Timestamp int64    `json:"timestamp,omitempty"`
+	AsJSON    []bool   `json:"-"`
+	Name      string   `json:"-"` // the case's name, "" for none
+	Line      int      `json:"-"` // the case's line in its file, 0 when unknown
+}
+
+// matches reports whether the outputs got are those c wants.
+func (c Case) matches(got []string) bool {
+	if len(got) != len(c.Want) {
+		return false
+	}
+	for i, w := range c.Want {
+		g := got[i]
+		switch {
+		case g == w, w == "error:" && strings.HasPrefix(g, "error: "):
+		case i < len(c.AsJSON) && c.AsJSON[i]:
+			if canon, err := canonicalJSON([]byte(g)); err != nil || canon != w {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // TestFile is a plugin test file (weir-test.jsonl): a header line
@@ -219,6 +247,10 @@ type TestFile struct {
 	Window []int64         `json:"window,omitempty"`
 	Cases  []Case          `json:"-"`
 	Result *string         `json:"-"`
+	// ResultAsJSON says to compare the result as JSON; ResultLine is the
+	// line of the result in the file.
+	ResultAsJSON bool `json:"-"`
+	ResultLine   int  `json:"-"`
 }
 
 // group is the Group of f's aggregate result.
@@ -239,6 +271,7 @@ func ParseTestFile(r io.Reader) (*TestFile, error) {
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	var f *TestFile
 	line := 0
+	resultLine := 0
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -282,7 +315,7 @@ func ParseTestFile(r io.Reader) (*TestFile, error) {
 			if f.Op != "aggregate" {
 				return nil, fmt.Errorf("line %d: a result line is for aggregate tests only", line)
 			}
-			f.Result = &s
+			f.Result, resultLine = &s, line
 			continue
 		}
 		var c Case
@@ -291,10 +324,14 @@ func ParseTestFile(r io.Reader) (*TestFile, error) {
 		if err := dec.Decode(&c); err != nil {
 			return nil, fmt.Errorf("line %d: a case, {\"key\":…,\"value\":…,\"want\":[…]}: %w", line, err)
 		}
+		c.Line = line
 		f.Cases = append(f.Cases, c)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	if f != nil {
+		f.ResultLine = resultLine
 	}
 	if f == nil {
 		return nil, errors.New("empty test file: want a header line {\"op\":…}")
@@ -319,7 +356,7 @@ type CaseResult struct {
 func Test(ctx context.Context, path string, f *TestFile, cacheDir string) ([]CaseResult, error) {
 	ins := make([]Input, len(f.Cases))
 	for i, c := range f.Cases {
-		ins[i] = Input{Value: []byte(c.Value)}
+		ins[i] = Input{Value: []byte(c.Value), Timestamp: c.Timestamp}
 		if c.Key != nil {
 			ins[i].Key = []byte(*c.Key)
 		}
@@ -345,15 +382,13 @@ func Test(ctx context.Context, path string, f *TestFile, cacheDir string) ([]Cas
 	}
 	res := make([]CaseResult, len(f.Cases))
 	for i, c := range f.Cases {
-		res[i] = CaseResult{Case: c, Got: got[i], OK: slices.EqualFunc(got[i], c.Want, func(g, w string) bool {
-			return g == w || (w == "error:" && strings.HasPrefix(g, "error: "))
-		})}
+		res[i] = CaseResult{Case: c, Got: got[i], OK: c.matches(got[i])}
 	}
 	if f.Op == "aggregate" {
-		r := CaseResult{Case: Case{Value: "(the result)", Want: []string{*f.Result}}}
+		r := CaseResult{Case: Case{Name: "the result", Value: "(the result)", Want: []string{*f.Result}, AsJSON: []bool{f.ResultAsJSON}, Line: f.ResultLine}}
 		if result != nil {
 			r.Got = []string{*result}
-			r.OK = *result == *f.Result
+			r.OK = r.Case.matches(r.Got)
 		}
 		res = append(res, r)
 	}

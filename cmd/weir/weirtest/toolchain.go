@@ -22,9 +22,9 @@ const RequireToolchains = "WEIR_REQUIRE_TOOLCHAINS"
 // SDK folders name them: "c" needs clang with wasi-libc and the wasm32
 // compiler runtime, "rust" Debian's cargo and rustc with the wasm32-wasi
 // standard library, "assemblyscript" the asc of guest-sdk/assemblyscript
-// (or $WEIR_ASC) and Node.js; "go" and "wat" need nothing more than the
-// Go toolchain running the test. scripts/install-toolchains.sh installs
-// all three.
+// (or $WEIR_ASC, or asc on PATH) and Node.js; "go" and "wat" need nothing
+// more than the Go toolchain running the test.
+// scripts/install-toolchains.sh installs all three.
 func NeedToolchain(t testing.TB, lang string) {
 	t.Helper()
 	missing, known := toolchainMissing(lang)
@@ -116,6 +116,9 @@ func missingAsc() string {
 	candidates := []string{filepath.Join(root, "guest-sdk", "assemblyscript", "node_modules", ".bin", "asc")}
 	if env := os.Getenv("WEIR_ASC"); env != "" {
 		candidates = append(candidates, env)
+	}
+	if p, err := exec.LookPath("asc"); err == nil {
+		candidates = append(candidates, p)
 	}
 	found := false
 	for _, c := range candidates {

@@ -80,10 +80,19 @@ type Result struct {
 // minutes (plugin builds on a cold cache are the slow part).
 func Run(t testing.TB, dir, stdin string, args ...string) Result {
 	t.Helper()
+	return RunBinary(t, Weir(t), dir, nil, stdin, args...)
+}
+
+// RunBinary runs the weir binary bin with args in dir, feeding stdin, in
+// the environment env (nil for this process's), and waits at most two
+// minutes.
+func RunBinary(t testing.TB, bin, dir string, env []string, stdin string, args ...string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Weir(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -14,13 +14,16 @@ import (
 )
 
 // AssemblyScript plugins: a folder with an asconfig.json (or a package.json
-// depending on assemblyscript) and its sources, normally assembly/index.ts,
-// using the SDK in guest-sdk/assemblyscript. The compiler, asc, is the npm
-// package assemblyscript, which scripts/install-toolchains.sh installs in
-// guest-sdk/assemblyscript/node_modules; plugins do not need their own.
+// depending on assemblyscript) and its sources, normally index.ts or
+// assembly/index.ts, using the SDK, which `weir plugin new` writes into the
+// plugin's weir-sdk folder and its asconfig.json extends. The compiler,
+// asc, is the npm package assemblyscript, found in the order Toolchain
+// gives; scripts/install-toolchains.sh installs it in
+// guest-sdk/assemblyscript/node_modules, and `npm install -g
+// assemblyscript` puts it on PATH.
 
 func init() {
-	register(LangAssemblyScript, builder{hash: asHash, build: asBuild})
+	register(LangAssemblyScript, builder{hash: func(ctx context.Context, dir, _ string) (string, error) { return asHash(ctx, dir) }, build: asBuild})
 }
 
 // asSDKDir is the SDK's folder, relative to the weir module root.
@@ -37,45 +40,59 @@ var ascBin = filepath.Join("node_modules", ".bin", "asc")
 // asToolchain is what building one AssemblyScript plugin uses.
 type asToolchain struct {
 	asc     string   // the asc executable
+	why     string   // which rule found it
 	version string   // asc's version
 	sdks    []string // SDK folders the plugin's sources may read
 }
 
-// findAsToolchain finds asc for the plugin in dir: the plugin's own
-// node_modules/.bin/asc, else the SDK's (guest-sdk/assemblyscript in the
-// weir checkout holding dir, or the SDK folder the plugin's asconfig.json
-// extends), else $WEIR_ASC.
+// ascCandidate is a place asc may be, and the rule that names it.
+type ascCandidate struct{ path, why string }
+
+// findAsToolchain finds asc for the plugin in dir (empty for none), in the
+// order Toolchain gives.
 func findAsToolchain(ctx context.Context, dir string) (asToolchain, error) {
 	var tc asToolchain
-	if root := weirRoot(dir); root != "" {
-		tc.sdks = append(tc.sdks, filepath.Join(root, asSDKDir))
-	}
-	if ext := asconfigExtends(dir); ext != "" && !containsPath(tc.sdks, ext) {
-		tc.sdks = append(tc.sdks, ext)
-	}
-	candidates := []string{filepath.Join(dir, ascBin)}
-	for _, sdk := range tc.sdks {
-		candidates = append(candidates, filepath.Join(sdk, ascBin))
-	}
+	var cands []ascCandidate
 	if env := os.Getenv("WEIR_ASC"); env != "" {
-		candidates = append(candidates, env)
+		if fi, err := os.Stat(env); err != nil || fi.IsDir() {
+			return tc, fmt.Errorf("$WEIR_ASC=%s is not the AssemblyScript compiler (node_modules/.bin/asc of the assemblyscript package)", env)
+		}
+		cands = append(cands, ascCandidate{env, "$WEIR_ASC"})
 	}
-	for _, c := range candidates {
-		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
-			tc.asc = c
+	if dir != "" {
+		if ext := asconfigExtends(dir); ext != "" {
+			tc.sdks = append(tc.sdks, ext)
+		}
+		if root := weirRoot(dir); root != "" && !containsPath(tc.sdks, filepath.Join(root, asSDKDir)) {
+			tc.sdks = append(tc.sdks, filepath.Join(root, asSDKDir))
+		}
+		cands = append(cands, ascCandidate{filepath.Join(dir, ascBin), "the plugin's node_modules"})
+		for _, sdk := range tc.sdks {
+			cands = append(cands, ascCandidate{filepath.Join(sdk, ascBin), "the SDK's node_modules"})
+		}
+	}
+	if p, err := exec.LookPath("asc"); err == nil {
+		cands = append(cands, ascCandidate{p, "asc on PATH"})
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c.path); err == nil && !fi.IsDir() {
+			tc.asc, tc.why = c.path, c.why
 			break
 		}
 	}
 	if tc.asc == "" {
-		return tc, fmt.Errorf("plugin %s is AssemblyScript, and no AssemblyScript compiler was found (looked for %s; set $WEIR_ASC to use another): run scripts/install-toolchains.sh",
-			dir, strings.Join(candidates, ", "))
+		looked := "$WEIR_ASC and asc on PATH"
+		if dir != "" {
+			looked = "$WEIR_ASC, the plugin's node_modules/.bin/asc, its SDK's and asc on PATH"
+		}
+		return tc, fmt.Errorf("no AssemblyScript compiler found (looked at %s): npm install -g assemblyscript, or npm install assemblyscript in the plugin folder, or set $WEIR_ASC (in a weir checkout, scripts/install-toolchains.sh installs one)", looked)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		return tc, fmt.Errorf("plugin %s is AssemblyScript, and its compiler %s needs Node.js on PATH: run scripts/install-toolchains.sh: %w", dir, tc.asc, err)
+		return tc, fmt.Errorf("the AssemblyScript compiler %s needs Node.js on PATH: %w", tc.asc, err)
 	}
 	v, err := ascVersion(ctx, tc.asc)
 	if err != nil {
-		return tc, fmt.Errorf("plugin %s: %w", dir, err)
+		return tc, err
 	}
 	tc.version = v
 	return tc, nil
@@ -167,10 +184,10 @@ func containsPath(list []string, p string) bool {
 func asHash(ctx context.Context, dir string) (string, error) {
 	tc, err := findAsToolchain(ctx, dir)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("plugin %s is AssemblyScript: %w", dir, err)
 	}
 	roots := append([]string{dir}, tc.sdks...)
-	h, err := HashFiles([]string{"assemblyscript", tc.version, tc.asc}, asSkip, roots...)
+	h, err := HashFiles([]string{"assemblyscript", tc.version, tc.asc, SDKVersion()}, asSkip, roots...)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
@@ -183,7 +200,7 @@ func asHash(ctx context.Context, dir string) (string, error) {
 func asBuild(ctx context.Context, dir, out string) error {
 	tc, err := findAsToolchain(ctx, dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("plugin %s is AssemblyScript: %w", dir, err)
 	}
 	var args []string
 	if _, err := os.Stat(filepath.Join(dir, "asconfig.json")); err == nil {
@@ -201,7 +218,11 @@ func asBuild(ctx context.Context, dir, out string) error {
 			}
 		}
 		if base == "" {
-			return errors.New("no asconfig.json, and the weir AssemblyScript SDK (guest-sdk/assemblyscript) was not found to build with")
+			sdk, err := ExtractedSDK(outCacheDir(out), LangAssemblyScript)
+			if err != nil {
+				return err
+			}
+			base = filepath.Join(sdk, "asconfig.plugin.json")
 		}
 		args = []string{entry, "--config", base}
 	}

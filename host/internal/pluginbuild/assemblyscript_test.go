@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"text/template"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/pluginbuild"
@@ -106,50 +105,6 @@ func TestAssemblyScriptNoCompiler(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "scripts/install-toolchains.sh") {
 		t.Fatalf("err = %v, want a pointer to scripts/install-toolchains.sh", err)
 	}
-}
-
-// TestAssemblyScriptTemplate renders the template of `weir plugin new
-// --lang assemblyscript` as the command does (every file's name and
-// content through text/template), outside the weir tree, builds it and
-// runs its weir-test.jsonl.
-func TestAssemblyScriptTemplate(t *testing.T) {
-	root := asRoot(t)
-	tmpl := filepath.Join(root, "cmd", "weir", "templates", "assemblyscript")
-	dir := filepath.Join(t.TempDir(), "shout")
-	data := struct{ Name, SDKPath string }{Name: "shout", SDKPath: filepath.Join(root, "guest-sdk", "assemblyscript")}
-	err := filepath.WalkDir(tmpl, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(tmpl, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		out := filepath.Join(dir, asRender(t, rel, rel, data))
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(out, []byte(asRender(t, rel, string(b), data)), 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("WEIR_ASC", "")
-	runTestFile(t, dir, filepath.Join(dir, "weir-test.jsonl"))
-}
-
-func asRender(t *testing.T, name, text string, data any) string {
-	t.Helper()
-	tp, err := template.New(name).Option("missingkey=error").Parse(text)
-	if err != nil {
-		t.Fatalf("template %s: %v", name, err)
-	}
-	var b bytes.Buffer
-	if err := tp.Execute(&b, data); err != nil {
-		t.Fatalf("template %s: %v", name, err)
-	}
-	return b.String()
 }
 
 // copyTree copies the regular files under src to dst.

@@ -19,10 +19,13 @@ import (
 // the SDK's weir.h on the include path. The SDK is found, in order:
 //
 //  1. in the plugin folder itself, when it holds weir.h and weir.c (a
-//     vendored SDK, as `weir plugin new --lang c` writes it);
+//     vendored SDK), or in its weir-sdk folder (as `weir plugin new --lang
+//     c` writes it);
 //  2. in guest-sdk/c of the weir module holding the plugin folder (found by
 //     walking up to the go.mod of module github.com/weir-stream/weir);
-//  3. in $WEIR_C_SDK.
+//  3. in $WEIR_C_SDK;
+//  4. in the copy of the SDK embedded in the binary, extracted into the
+//     cache directory: a folder with a single .c file builds.
 //
 // The cache key hashes the plugin folder, the SDK files, the compiler's
 // version and the flags.
@@ -64,8 +67,9 @@ type cSDK struct {
 	vendored bool // dir is the plugin folder itself
 }
 
-// findCSDK locates the C SDK for the plugin folder dir.
-func findCSDK(dir string) (cSDK, error) {
+// findCSDK locates the C SDK for the plugin folder dir; cacheDir is where
+// the embedded one is extracted.
+func findCSDK(dir, cacheDir string) (cSDK, error) {
 	has := func(d string) bool {
 		for _, f := range []string{"weir.h", "weir.c"} {
 			if fi, err := os.Stat(filepath.Join(d, f)); err != nil || !fi.Mode().IsRegular() {
@@ -76,6 +80,9 @@ func findCSDK(dir string) (cSDK, error) {
 	}
 	if has(dir) {
 		return cSDK{dir: dir, vendored: true}, nil
+	}
+	if sdk := filepath.Join(dir, SDKDirName); has(sdk) {
+		return cSDK{dir: sdk}, nil
 	}
 	if root, ok := weirModuleRoot(dir); ok {
 		if sdk := filepath.Join(root, "guest-sdk", "c"); has(sdk) {
@@ -89,7 +96,11 @@ func findCSDK(dir string) (cSDK, error) {
 		}
 		return cSDK{}, fmt.Errorf("plugin %s: $%s=%s does not hold the weir C SDK (weir.h and weir.c)", dir, CSDKEnv, env)
 	}
-	return cSDK{}, fmt.Errorf("plugin %s: cannot find the weir C SDK (weir.h and weir.c): copy them into the plugin folder, or set $%s to a directory holding them (guest-sdk/c in the weir repository)", dir, CSDKEnv)
+	sdk, err := ExtractedSDK(cacheDir, LangC)
+	if err != nil {
+		return cSDK{}, fmt.Errorf("plugin %s: %w", dir, err)
+	}
+	return cSDK{dir: sdk}, nil
 }
 
 // weirModuleRoot walks up from dir to the directory whose go.mod declares
@@ -124,62 +135,83 @@ func isWeirGoMod(path string) bool {
 	return false
 }
 
-// clangOK caches, per process, the clang that clangPath found working and
-// its version.
+// clangOK caches, per process and $WEIR_CLANG and PATH, the clang that
+// clangPath found working, its version and why it was chosen.
 var clangOK struct {
 	sync.Mutex
-	path, version string
+	key, path, version, why string
 }
 
-// clangPath finds clang, checks that it can build for wasm32-wasi, and
-// returns it and its version.
-func clangPath(ctx context.Context) (path, version string, err error) {
+// clangPath finds clang ($WEIR_CLANG, else clang on PATH, else a
+// versioned clang-N on PATH), checks that it can build for wasm32-wasi,
+// and returns it, its version and why it was chosen.
+func clangPath(ctx context.Context) (path, version, why string, err error) {
+	key := os.Getenv("WEIR_CLANG") + "\x00" + os.Getenv("PATH")
 	clangOK.Lock()
 	defer clangOK.Unlock()
-	if clangOK.path != "" {
-		return clangOK.path, clangOK.version, nil
+	if clangOK.key == key && clangOK.path != "" {
+		return clangOK.path, clangOK.version, clangOK.why, nil
 	}
-	path, err = checkClang(ctx)
+	path, why, err = findClang()
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
+	}
+	if err := checkClang(ctx, path); err != nil {
+		return "", "", "", err
 	}
 	v, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
-		return "", "", fmt.Errorf("%s --version: %w", path, err)
+		return "", "", "", fmt.Errorf("%s --version: %w", path, err)
 	}
-	clangOK.path, clangOK.version = path, string(v)
-	return path, string(v), nil
+	clangOK.key, clangOK.path, clangOK.version, clangOK.why = key, path, string(v), why
+	return path, string(v), why, nil
 }
 
-func checkClang(ctx context.Context) (string, error) {
-	clang, err := exec.LookPath("clang")
-	if err != nil {
-		return "", fmt.Errorf("building C plugins needs clang on PATH, which is missing: %s", cToolchainHint)
+// findClang finds the clang to check, in the order clangPath says.
+func findClang() (path, why string, err error) {
+	if env := os.Getenv("WEIR_CLANG"); env != "" {
+		if p, err := exec.LookPath(env); err == nil {
+			return p, "$WEIR_CLANG", nil
+		}
+		return "", "", fmt.Errorf("$WEIR_CLANG=%s is not an executable", env)
 	}
+	if p, err := exec.LookPath("clang"); err == nil {
+		return p, "clang on PATH", nil
+	}
+	for v := 19; v >= 14; v-- {
+		if p, err := exec.LookPath(fmt.Sprintf("clang-%d", v)); err == nil {
+			return p, fmt.Sprintf("clang-%d on PATH (no plain clang)", v), nil
+		}
+	}
+	return "", "", fmt.Errorf("building C plugins needs clang on PATH, which is missing (or set $WEIR_CLANG): %s", cToolchainHint)
+}
+
+// checkClang checks that clang finds what building for wasm32-wasi needs.
+func checkClang(ctx context.Context, clang string) error {
 	// wasi-libc: clang prints the bare name of a file it cannot find.
 	for _, f := range []string{"crt1-reactor.o", "libc.a"} {
 		out, err := exec.CommandContext(ctx, clang, "--target=wasm32-wasi", "-print-file-name="+f).Output()
 		p := strings.TrimSpace(string(out))
 		if err != nil || !filepath.IsAbs(p) {
-			return "", fmt.Errorf("building C plugins needs wasi-libc (clang finds no %s for wasm32-wasi): %s", f, cToolchainHint)
+			return fmt.Errorf("building C plugins needs wasi-libc (clang finds no %s for wasm32-wasi): %s", f, cToolchainHint)
 		}
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("building C plugins needs wasi-libc (%s is missing): %s", p, cToolchainHint)
+			return fmt.Errorf("building C plugins needs wasi-libc (%s is missing): %s", p, cToolchainHint)
 		}
 	}
 	out, err := exec.CommandContext(ctx, clang, "--target=wasm32-wasi", "-print-libgcc-file-name").Output()
 	if p := strings.TrimSpace(string(out)); err != nil || p == "" {
-		return "", fmt.Errorf("building C plugins needs the wasm32 compiler runtime: %s", cToolchainHint)
+		return fmt.Errorf("building C plugins needs the wasm32 compiler runtime: %s", cToolchainHint)
 	} else if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("building C plugins needs the wasm32 compiler runtime (%s is missing; package libclang-rt-14-dev-wasm32): %s", p, cToolchainHint)
+		return fmt.Errorf("building C plugins needs the wasm32 compiler runtime (%s is missing; package libclang-rt-14-dev-wasm32): %s", p, cToolchainHint)
 	}
 	if _, err := exec.LookPath("wasm-ld"); err != nil {
 		out, _ := exec.CommandContext(ctx, clang, "--target=wasm32-wasi", "-print-prog-name=wasm-ld").Output()
 		if p := strings.TrimSpace(string(out)); !filepath.IsAbs(p) {
-			return "", fmt.Errorf("building C plugins needs the wasm-ld linker (lld): %s", cToolchainHint)
+			return fmt.Errorf("building C plugins needs the wasm-ld linker (lld): %s", cToolchainHint)
 		}
 	}
-	return clang, nil
+	return nil
 }
 
 // cSources lists the plugin's *.c files, and the SDK's weir.c when it is
@@ -200,12 +232,12 @@ func cSources(dir string, sdk cSDK) ([]string, error) {
 }
 
 // cHash hashes everything a C plugin's build reads.
-func cHash(ctx context.Context, dir string) (string, error) {
-	sdk, err := findCSDK(dir)
+func cHash(ctx context.Context, dir, cacheDir string) (string, error) {
+	sdk, err := findCSDK(dir, cacheDir)
 	if err != nil {
 		return "", err
 	}
-	_, version, err := clangPath(ctx)
+	_, version, _, err := clangPath(ctx)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s is C source: %w", dir, err)
 	}
@@ -223,11 +255,11 @@ func cHash(ctx context.Context, dir string) (string, error) {
 
 // cBuild compiles a C plugin to out.
 func cBuild(ctx context.Context, dir, out string) error {
-	sdk, err := findCSDK(dir)
+	sdk, err := findCSDK(dir, outCacheDir(out))
 	if err != nil {
 		return err
 	}
-	clang, _, err := clangPath(ctx)
+	clang, _, _, err := clangPath(ctx)
 	if err != nil {
 		return err
 	}

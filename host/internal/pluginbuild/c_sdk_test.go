@@ -46,7 +46,7 @@ func cSDKTestSources(t *testing.T) (dir string, files []string) {
 func TestCSDKUnitTestsWasm(t *testing.T) {
 	weirtest.NeedToolchain(t, "c")
 	ctx := context.Background()
-	clang, _, err := clangPath(ctx)
+	clang, _, _, err := clangPath(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func BenchmarkCSDKTransform(b *testing.B) {
 	})
 	b.Run("wasm", func(b *testing.B) {
 		ctx := context.Background()
-		clang, _, err := clangPath(ctx)
+		clang, _, _, err := clangPath(ctx)
 		if err != nil {
 			b.Skipf("no C toolchain: %v", err)
 		}

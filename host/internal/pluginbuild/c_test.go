@@ -57,14 +57,15 @@ func TestDetectC(t *testing.T) {
 func TestFindCSDK(t *testing.T) {
 	root := moduleRoot(t)
 	inTree := filepath.Join(root, "plugins", "conformance", "c", "uppercase")
-	sdk, err := findCSDK(inTree)
+	cache := t.TempDir()
+	sdk, err := findCSDK(inTree, cache)
 	if err != nil || sdk.dir != filepath.Join(root, "guest-sdk", "c") || sdk.vendored {
 		t.Fatalf("in the tree: %+v, %v; want the repository's guest-sdk/c", sdk, err)
 	}
 
 	vendored := t.TempDir()
 	copySDK(t, vendored)
-	if sdk, err := findCSDK(vendored); err != nil || sdk.dir != vendored || !sdk.vendored {
+	if sdk, err := findCSDK(vendored, cache); err != nil || sdk.dir != vendored || !sdk.vendored {
 		t.Fatalf("vendored: %+v, %v", sdk, err)
 	}
 
@@ -72,15 +73,31 @@ func TestFindCSDK(t *testing.T) {
 	// A go.mod of another module on the way up does not count.
 	writeFiles(t, outside, map[string]string{"go.mod": "module example.com/other\n"})
 	t.Setenv(CSDKEnv, "")
-	if _, err := findCSDK(outside); err == nil || !strings.Contains(err.Error(), CSDKEnv) {
-		t.Fatalf("no SDK anywhere: err = %v, want one naming $%s", err, CSDKEnv)
+	embedded, err := findCSDK(outside, cache)
+	if err != nil || embedded.dir != filepath.Join(cache, "sdk", SDKVersion(), "c") || embedded.vendored {
+		t.Fatalf("no SDK anywhere: %+v, %v; want the embedded one, extracted into the cache", embedded, err)
+	}
+	for _, f := range []string{"weir.h", "weir.c"} {
+		got, err := os.ReadFile(filepath.Join(embedded.dir, f))
+		want, werr := os.ReadFile(filepath.Join(root, "guest-sdk", "c", f))
+		if err != nil || werr != nil || string(got) != string(want) {
+			t.Fatalf("extracted %s differs from guest-sdk/c's (%v, %v)", f, err, werr)
+		}
+	}
+	inSDKDir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(inSDKDir, SDKDirName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copySDK(t, filepath.Join(inSDKDir, SDKDirName))
+	if sdk, err := findCSDK(inSDKDir, cache); err != nil || sdk.dir != filepath.Join(inSDKDir, SDKDirName) || sdk.vendored {
+		t.Fatalf("in the plugin's %s folder: %+v, %v", SDKDirName, sdk, err)
 	}
 	t.Setenv(CSDKEnv, filepath.Join(root, "guest-sdk", "c"))
-	if sdk, err := findCSDK(outside); err != nil || sdk.dir != filepath.Join(root, "guest-sdk", "c") {
+	if sdk, err := findCSDK(outside, cache); err != nil || sdk.dir != filepath.Join(root, "guest-sdk", "c") {
 		t.Fatalf("$%s: %+v, %v", CSDKEnv, sdk, err)
 	}
 	t.Setenv(CSDKEnv, outside)
-	if _, err := findCSDK(outside); err == nil {
+	if _, err := findCSDK(outside, cache); err == nil || !strings.Contains(err.Error(), CSDKEnv) {
 		t.Fatalf("$%s without the SDK: no error", CSDKEnv)
 	}
 }

@@ -81,7 +81,8 @@ func Load(ctx context.Context, path string, opts Options) ([]byte, Source, error
 // Build compiles the plugin source in dir, in whatever language Detect
 // finds there, or finds it in the cache, and returns where the module is.
 // Compiler output is part of the error. A build that succeeds is logged
-// to opts.Logger with its duration.
+// to opts.Logger with its duration, and, when it compiled, the toolchain
+// it used and why that one.
 func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 	start := time.Now()
 	src, err := build(ctx, dir, opts)
@@ -93,6 +94,11 @@ func Build(ctx context.Context, dir string, opts Options) (Source, error) {
 		log = slog.Default()
 	}
 	attrs := []any{"source", dir, "lang", src.Lang, "duration", time.Since(start).Round(time.Millisecond), "cached", src.Cached}
+	if !src.Cached {
+		if tc, err := FindToolchain(ctx, src.Lang, dir); err == nil {
+			attrs = append(attrs, "toolchain", tc.String())
+		}
+	}
 	if opts.Operator != "" {
 		attrs = append([]any{"operator", opts.Operator}, attrs...)
 	}
@@ -111,15 +117,15 @@ func build(ctx context.Context, dir string, opts Options) (Source, error) {
 		return Source{}, err
 	}
 	b := builders[lang]
-	hash, err := b.hash(ctx, dir)
+	cacheRoot := opts.CacheDir
+	if cacheRoot == "" {
+		cacheRoot = DefaultCacheDir()
+	}
+	hash, err := b.hash(ctx, dir, cacheRoot)
 	if err != nil {
 		return Source{}, err
 	}
-	cacheDir := opts.CacheDir
-	if cacheDir == "" {
-		cacheDir = DefaultCacheDir()
-	}
-	cacheDir = filepath.Join(cacheDir, "plugins")
+	cacheDir := filepath.Join(cacheRoot, "plugins")
 	out := filepath.Join(cacheDir, filepath.Base(dir)+"-"+string(lang)+"-"+hash[:24]+".wasm")
 	if _, err := os.Stat(out); err == nil {
 		return Source{Path: out, Built: true, Cached: true, Lang: lang}, nil
@@ -147,7 +153,8 @@ type Lang string
 
 // The languages Build knows, and how Detect tells them: a Cargo.toml is
 // Rust; an asconfig.json, or a package.json depending on assemblyscript,
-// is AssemblyScript; Go files are Go; C files (and no Go files) are C.
+// is AssemblyScript; a src/lib.rs (without a Cargo.toml) is Rust; Go
+// files are Go; C files (and no Go files) are C.
 const (
 	LangGo             Lang = "go"
 	LangRust           Lang = "rust"
@@ -156,21 +163,21 @@ const (
 )
 
 // builder builds one language: hash says what a build reads (as a hex
-// SHA-256, for the cache key), build writes the module to out.
+// SHA-256, for the cache key), build writes the module to out, which lies
+// in the plugins folder of the cache directory hash was given.
 type builder struct {
-	hash  func(ctx context.Context, dir string) (string, error)
+	hash  func(ctx context.Context, dir, cacheDir string) (string, error)
 	build func(ctx context.Context, dir, out string) error
 }
+
+// outCacheDir is the cache directory of a build whose module goes to out.
+func outCacheDir(out string) string { return filepath.Dir(filepath.Dir(out)) }
 
 // builders holds the languages Build supports; each language's file
 // registers itself.
 var builders = map[Lang]builder{}
 
 func register(l Lang, b builder) { builders[l] = b }
-
-func init() {
-	register(LangGo, builder{hash: goHash, build: goBuild})
-}
 
 // Detect tells the language of the plugin source in dir.
 func Detect(dir string) (Lang, error) {
@@ -188,12 +195,14 @@ func Detect(dir string) (Lang, error) {
 		lang = LangRust
 	case has("asconfig.json") || packageUses(filepath.Join(dir, "package.json"), "assemblyscript"):
 		lang = LangAssemblyScript
+	case has(filepath.Join("src", "lib.rs")):
+		lang = LangRust
 	case glob("*.go"):
 		lang = LangGo
 	case glob("*.c"):
 		lang = LangC
 	default:
-		return "", fmt.Errorf("plugin %s: no plugin source found (want Go files, C files, a Cargo.toml, or an AssemblyScript package)", dir)
+		return "", fmt.Errorf("plugin %s: no plugin source found (want Go files, C files, a Cargo.toml or src/lib.rs, or an AssemblyScript package)", dir)
 	}
 	if _, ok := builders[lang]; !ok {
 		return "", fmt.Errorf("plugin %s: %s plugins cannot be built by this weir", dir, lang)
@@ -217,25 +226,6 @@ func packageUses(path, dep string) bool {
 	_, a := pkg.Deps[dep]
 	_, b2 := pkg.DevDeps[dep]
 	return a || b2
-}
-
-// goBuild builds a Go SDK plugin.
-func goBuild(ctx context.Context, dir, out string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return fmt.Errorf("building Go source needs the Go toolchain on PATH: %w", err)
-	}
-	_, err = goCmd(ctx, goBin, dir, "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
-	return err
-}
-
-// goHash hashes everything a Go plugin's build reads.
-func goHash(ctx context.Context, dir string) (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("plugin %s is Go source, and building it needs the Go toolchain on PATH: %w", dir, err)
-	}
-	return sourceHash(ctx, goBin, dir)
 }
 
 // HashFiles hashes the contents and names of every regular file under the

@@ -19,21 +19,28 @@ import (
 	"sync"
 )
 
-// Rust plugins are cdylib crates built for wasm32-wasi with Debian's Rust
-// toolchain, whose standard library has the wasm32-wasi target (the rustup
-// toolchain a developer may also have usually does not). Crates come only
-// from Debian's librust-*-dev packages, through cargo's directory source
-// /usr/share/cargo/registry, offline. scripts/install-toolchains.sh installs
-// all of it.
+// Rust plugins are cdylib crates built for a Wasm target with cargo. The
+// toolchain is, in order (rustToolchain):
 //
-// The build runs with its own CARGO_HOME (holding the config that selects
-// that registry) and its target directory under the cache directory, one
-// per plugin folder, so nothing but Cargo.lock is written into the source
-// tree. Cargo.lock is created before hashing when it is missing, so that
-// the hash covers the exact dependency versions and a first build does not
+//  1. $WEIR_CARGO, with $WEIR_RUSTC or the rustc beside it, when set;
+//  2. the cargo on PATH, when its rustc has a Wasm target installed
+//     (rustup's wasm32-wasip1, wasm32-wasi or wasm32-unknown-unknown);
+//  3. Debian's /usr/bin/cargo and rustc, whose standard library has the
+//     wasm32-wasi target (libstd-rust-dev-wasm32).
+//
+// With Debian's toolchain, crates come only from Debian's librust-*-dev
+// packages, through cargo's directory source /usr/share/cargo/registry,
+// offline, and the build has its own CARGO_HOME holding the config that
+// selects that registry; another toolchain uses the user's CARGO_HOME and
+// registries. scripts/install-toolchains.sh installs Debian's.
+//
+// The target directory lies under the cache directory, one per plugin
+// folder, so nothing but Cargo.lock is written into the source tree.
+// Cargo.lock is created before hashing when it is missing, so that the
+// hash covers the exact dependency versions and a first build does not
 // change the hash of the next.
 
-// The Rust tools. Variables so that tests can point them elsewhere.
+// Debian's Rust tools. Variables so that tests can point them elsewhere.
 var (
 	rustCargo   = "/usr/bin/cargo"
 	rustRustc   = "/usr/bin/rustc"
@@ -42,6 +49,10 @@ var (
 	rustCrates  = "/usr/share/cargo/registry"
 	rustInstall = "run scripts/install-toolchains.sh"
 )
+
+// rustWasmTargets are the targets a Rust toolchain may build plugins for,
+// most preferred first.
+var rustWasmTargets = []string{"wasm32-wasip1", "wasm32-wasi", "wasm32-unknown-unknown"}
 
 // rustFlags are rustc's flags for every Rust plugin, passed as the
 // target's rustflags (added to any the plugin's own cargo config sets for
@@ -52,78 +63,161 @@ var (
 // codegen-units, panic) is the plugin's Cargo.toml's.
 var rustFlags = []string{"-C", "target-feature=+bulk-memory"}
 
-// rustFlagsConfig is the --config value that sets rustFlags.
-func rustFlagsConfig() string {
+// rustFlagsConfig is the --config value that sets rustFlags for target.
+func rustFlagsConfig(target string) string {
 	q := make([]string, len(rustFlags))
 	for i, f := range rustFlags {
 		q[i] = strconv.Quote(f)
 	}
-	return "target." + rustTarget + ".rustflags=[" + strings.Join(q, ", ") + "]"
+	return "target." + target + ".rustflags=[" + strings.Join(q, ", ") + "]"
 }
 
 func init() {
 	register(LangRust, builder{hash: rustHash, build: rustBuild})
 }
 
-// rustVersions caches the tool versions per tool path.
-var rustVersions struct {
-	sync.Mutex
-	m map[string]string
+// rustTools is the Rust toolchain a build uses. It is a plain value.
+type rustTools struct {
+	cargo, rustc, rustdoc string
+	target                string // the Wasm target
+	debian                bool   // Debian's toolchain, with its offline crates
+	why                   string // why this toolchain, for the log
+	versions              string // rustc -vV and cargo -V
 }
 
-// rustToolVersions returns the versions of cargo and rustc, which are part
-// of the build's hash.
-func rustToolVersions(ctx context.Context) (string, error) {
+// rustFound caches rustToolchain's answers by the environment it read.
+var rustFound struct {
+	sync.Mutex
+	m map[string]rustTools
+}
+
+// rustToolchain finds the Rust toolchain, in the order above.
+func rustToolchain(ctx context.Context) (rustTools, error) {
+	key := os.Getenv("WEIR_CARGO") + "\x00" + os.Getenv("WEIR_RUSTC") + "\x00" + os.Getenv("PATH") + "\x00" + rustCargo
+	rustFound.Lock()
+	defer rustFound.Unlock()
+	if tc, ok := rustFound.m[key]; ok {
+		return tc, nil
+	}
+	tc, err := rustFind(ctx)
+	if err != nil {
+		return tc, err
+	}
+	if rustFound.m == nil {
+		rustFound.m = map[string]rustTools{}
+	}
+	rustFound.m[key] = tc
+	return tc, nil
+}
+
+func rustFind(ctx context.Context) (rustTools, error) {
+	if cargo := os.Getenv("WEIR_CARGO"); cargo != "" {
+		tc, err := rustCandidate(ctx, cargo, os.Getenv("WEIR_RUSTC"))
+		if err != nil {
+			return tc, fmt.Errorf("$WEIR_CARGO=%s: %w", cargo, err)
+		}
+		tc.why = "$WEIR_CARGO"
+		return tc, nil
+	}
+	var skipped string
+	if cargo, err := exec.LookPath("cargo"); err == nil && filepath.Clean(cargo) != rustCargo {
+		tc, err := rustCandidate(ctx, cargo, "")
+		if err == nil {
+			tc.why = "the cargo on PATH, which has the " + tc.target + " target"
+			return tc, nil
+		}
+		skipped = "; the cargo on PATH (" + cargo + ") was not used: " + err.Error()
+	}
 	if _, err := os.Stat(rustCargo); err != nil {
-		return "", fmt.Errorf("building Rust plugins needs Debian's cargo at %s (%s): %w", rustCargo, rustInstall, err)
+		return rustTools{}, fmt.Errorf("building Rust plugins needs a cargo with a Wasm target: none on PATH and no Debian cargo at %s (%s, or set $WEIR_CARGO)%s", rustCargo, rustInstall, skipped)
 	}
 	if _, err := os.Stat(rustRustc); err != nil {
-		return "", fmt.Errorf("building Rust plugins needs Debian's rustc at %s (%s): %w", rustRustc, rustInstall, err)
+		return rustTools{}, fmt.Errorf("building Rust plugins needs Debian's rustc at %s (%s): %w", rustRustc, rustInstall, err)
 	}
-	key := rustCargo + "\x00" + rustRustc
-	rustVersions.Lock()
-	defer rustVersions.Unlock()
-	if v, ok := rustVersions.m[key]; ok {
-		return v, nil
+	tc := rustTools{cargo: rustCargo, rustc: rustRustc, rustdoc: rustRustdoc, target: rustTarget, debian: true,
+		why: "Debian's cargo, with the offline crates of " + rustCrates + skipped}
+	v, err := rustVersionsOf(ctx, tc.cargo, tc.rustc)
+	tc.versions = v
+	return tc, err
+}
+
+// rustCandidate checks a cargo (and its rustc: rustc, or the one beside
+// cargo, or the one on PATH) for a Wasm target.
+func rustCandidate(ctx context.Context, cargo, rustc string) (rustTools, error) {
+	if rustc == "" {
+		rustc = filepath.Join(filepath.Dir(cargo), "rustc")
+		if _, err := os.Stat(rustc); err != nil {
+			if rustc, err = exec.LookPath("rustc"); err != nil {
+				return rustTools{}, errors.New("no rustc beside it or on PATH")
+			}
+		}
 	}
+	out, err := exec.CommandContext(ctx, rustc, "--print", "sysroot").Output()
+	if err != nil {
+		return rustTools{}, fmt.Errorf("%s --print sysroot: %w", rustc, err)
+	}
+	sysroot := strings.TrimSpace(string(out))
+	tc := rustTools{cargo: cargo, rustc: rustc, rustdoc: filepath.Join(filepath.Dir(rustc), "rustdoc")}
+	for _, t := range rustWasmTargets {
+		if _, err := os.Stat(filepath.Join(sysroot, "lib", "rustlib", t, "lib")); err == nil {
+			tc.target = t
+			break
+		}
+	}
+	if tc.target == "" {
+		return tc, fmt.Errorf("its rustc has no Wasm target (%s; with rustup: rustup target add wasm32-wasip1)", strings.Join(rustWasmTargets, ", "))
+	}
+	tc.debian = filepath.Clean(cargo) == rustCargo
+	tc.versions, err = rustVersionsOf(ctx, cargo, rustc)
+	return tc, err
+}
+
+// rustVersionsOf returns the versions of cargo and rustc, which are part
+// of the build's hash.
+func rustVersionsOf(ctx context.Context, cargo, rustc string) (string, error) {
 	var out strings.Builder
-	for _, c := range [][]string{{rustRustc, "-vV"}, {rustCargo, "-V"}} {
+	for _, c := range [][]string{{rustc, "-vV"}, {cargo, "-V"}} {
 		b, err := exec.CommandContext(ctx, c[0], c[1:]...).Output()
 		if err != nil {
 			return "", fmt.Errorf("%s %s: %w (%s)", c[0], c[1], err, rustInstall)
 		}
 		out.Write(b)
 	}
-	if rustVersions.m == nil {
-		rustVersions.m = map[string]string{}
-	}
-	rustVersions.m[key] = out.String()
 	return out.String(), nil
 }
 
-// rustEnv is the environment of the cargo commands: Debian's tools, the
-// offline registry config in cargoHome, and no flags from the caller's
-// environment that the hash would not see.
+// rustEnv is the environment of Debian's cargo commands: Debian's tools,
+// the offline registry config in cargoHome, and no flags from the
+// caller's environment that the hash would not see.
 func rustEnv(cargoHome, targetDir string) []string {
+	return rustToolEnv(rustTools{cargo: rustCargo, rustc: rustRustc, rustdoc: rustRustdoc, debian: true}, cargoHome, targetDir)
+}
+
+// rustToolEnv is the environment of tc's cargo commands: for Debian's
+// toolchain as rustEnv says; for another, the user's CARGO_HOME.
+func rustToolEnv(tc rustTools, cargoHome, targetDir string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch {
-		case name == "CARGO_HOME", name == "RUSTC", name == "RUSTDOC", name == "CARGO_TARGET_DIR",
-			name == "RUSTFLAGS", name == "RUSTUP_TOOLCHAIN", name == "RUSTC_WRAPPER",
+		case name == "CARGO_HOME" && tc.debian, name == "RUSTC", name == "RUSTDOC", name == "CARGO_TARGET_DIR",
+			name == "RUSTFLAGS", name == "RUSTC_WRAPPER",
+			name == "RUSTUP_TOOLCHAIN" && tc.debian,
 			strings.HasPrefix(name, "CARGO_BUILD_"), strings.HasPrefix(name, "CARGO_PROFILE_"),
 			name == "CARGO_ENCODED_RUSTFLAGS", name == "PATH":
 			continue
 		}
 		env = append(env, kv)
 	}
+	if tc.debian {
+		env = append(env, "CARGO_HOME="+cargoHome)
+	}
 	return append(env,
-		"CARGO_HOME="+cargoHome,
-		"RUSTC="+rustRustc,
-		"RUSTDOC="+rustRustdoc,
+		"RUSTC="+tc.rustc,
+		"RUSTDOC="+tc.rustdoc,
 		"CARGO_TARGET_DIR="+targetDir,
 		"CARGO_TERM_COLOR=never",
-		"PATH="+filepath.Dir(rustCargo)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+filepath.Dir(tc.cargo)+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
 }
 
@@ -224,13 +318,16 @@ func rustRoots(dir string) ([]string, error) {
 // rustHash hashes everything a Rust plugin's build reads: the sources of
 // the plugin and of its path dependencies (skipping target folders), its
 // Cargo.lock (created if missing), and the tool versions.
-func rustHash(ctx context.Context, dir string) (string, error) {
-	versions, err := rustToolVersions(ctx)
+func rustHash(ctx context.Context, dir, cacheDir string) (string, error) {
+	tc, err := rustToolchain(ctx)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s is Rust source: %w", dir, err)
 	}
+	if dir, err = rustSourceDir(dir, cacheDir); err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "Cargo.lock")); errors.Is(err, os.ErrNotExist) {
-		if err := rustLockfile(ctx, dir); err != nil {
+		if err := rustLockfile(ctx, tc, dir); err != nil {
 			return "", fmt.Errorf("plugin %s: %w", dir, err)
 		}
 	}
@@ -238,7 +335,7 @@ func rustHash(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
-	h, err := HashFiles([]string{versions, rustTarget, rustCrates, rustFlagsConfig()}, []string{"target", ".git"}, roots...)
+	h, err := HashFiles([]string{tc.versions, tc.target, strconv.FormatBool(tc.debian), rustCrates, rustFlagsConfig(tc.target)}, []string{"target", ".git"}, roots...)
 	if err != nil {
 		return "", fmt.Errorf("plugin %s: %w", dir, err)
 	}
@@ -248,14 +345,18 @@ func rustHash(ctx context.Context, dir string) (string, error) {
 // rustLockfile creates dir's Cargo.lock, resolving against the offline
 // registry. It uses the default cache directory's CARGO_HOME: the hash
 // step does not know the build's.
-func rustLockfile(ctx context.Context, dir string) error {
+func rustLockfile(ctx context.Context, tc rustTools, dir string) error {
 	cargoHome, targetDir, err := rustWorkDir(DefaultCacheDir(), dir)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, rustCargo, "generate-lockfile", "--offline")
+	args := []string{"generate-lockfile"}
+	if tc.debian {
+		args = append(args, "--offline")
+	}
+	cmd := exec.CommandContext(ctx, tc.cargo, args...)
 	cmd.Dir = dir
-	cmd.Env = rustEnv(cargoHome, targetDir)
+	cmd.Env = rustToolEnv(tc, cargoHome, targetDir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
@@ -268,18 +369,24 @@ func rustLockfile(ctx context.Context, dir string) error {
 // out. out lies in the cache's plugins directory; cargo's state goes next
 // to it.
 func rustBuild(ctx context.Context, dir, out string) error {
-	if _, err := os.Stat(rustCargo); err != nil {
-		return fmt.Errorf("building Rust plugins needs Debian's cargo at %s: %s", rustCargo, rustInstall)
-	}
-	cacheDir := filepath.Dir(filepath.Dir(out))
-	cargoHome, targetDir, err := rustWorkDir(cacheDir, dir)
+	tc, err := rustToolchain(ctx)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, rustCargo, "build", "--release", "--offline",
-		"--target", rustTarget, "--config", rustFlagsConfig(), "--message-format=json-render-diagnostics")
+	if dir, err = rustSourceDir(dir, outCacheDir(out)); err != nil {
+		return err
+	}
+	cargoHome, targetDir, err := rustWorkDir(outCacheDir(out), dir)
+	if err != nil {
+		return err
+	}
+	args := []string{"build", "--release", "--target", tc.target, "--config", rustFlagsConfig(tc.target), "--message-format=json-render-diagnostics"}
+	if tc.debian {
+		args = append(args, "--offline")
+	}
+	cmd := exec.CommandContext(ctx, tc.cargo, args...)
 	cmd.Dir = dir
-	cmd.Env = rustEnv(cargoHome, targetDir)
+	cmd.Env = rustToolEnv(tc, cargoHome, targetDir)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
@@ -289,7 +396,7 @@ func rustBuild(ctx context.Context, dir, out string) error {
 			msg = runErr.Error()
 		}
 		if strings.Contains(msg, "can't find crate for `std`") || strings.Contains(msg, "target may not be installed") {
-			msg += "\n(the " + rustTarget + " standard library is missing: " + rustInstall + ")"
+			msg += "\n(the " + tc.target + " standard library is missing: " + rustInstall + ")"
 		}
 		return errors.New(msg)
 	}

@@ -28,7 +28,14 @@ func TestRustSDKUnitTests(t *testing.T) {
 	}
 	cmd := exec.CommandContext(ctx, rustCargo, "test", "--offline", "--quiet")
 	cmd.Dir = filepath.Join(moduleRoot(t), "guest-sdk", "rust")
-	cmd.Env = rustEnv(cargoHome, filepath.Join(DefaultCacheDir(), "rust", "target", "sdk-tests"))
+	// A target directory per checkout: cargo takes another checkout's test
+	// binaries for fresh (a workspace member's build does not depend on its
+	// path), and they read the test vectors from that checkout.
+	_, target, err := rustWorkDir(DefaultCacheDir(), cmd.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = rustEnv(cargoHome, target+"-sdk-tests")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("cargo test in guest-sdk/rust: %v\n%s", err, out)
 	}

@@ -99,7 +99,7 @@ func TestRustHash(t *testing.T) {
 	t.Setenv("WEIR_CACHE_DIR", t.TempDir())
 	ctx := context.Background()
 	dir := rustPlugin(t, rustUpper)
-	h1, err := rustHash(ctx, dir)
+	h1, err := rustHash(ctx, dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,13 +113,13 @@ func TestRustHash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "target", "x"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if h2, err := rustHash(ctx, dir); err != nil || h2 != h1 {
+	if h2, err := rustHash(ctx, dir, ""); err != nil || h2 != h1 {
 		t.Fatalf("hash after writing target/ = %s, %v; want %s", h2, err, h1)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "src", "lib.rs"), []byte(rustUpper+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if h3, err := rustHash(ctx, dir); err != nil || h3 == h1 {
+	if h3, err := rustHash(ctx, dir, ""); err != nil || h3 == h1 {
 		t.Fatalf("hash after a source change = %s, %v; want a new one", h3, err)
 	}
 }
