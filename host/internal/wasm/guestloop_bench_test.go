@@ -1,10 +1,13 @@
 package wasm
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/weir-stream/weir/abi"
+	"github.com/weir-stream/weir/host/internal/record"
 )
 
 // BenchmarkGuestLoop measures what a Go guest's loop over a batch costs a
@@ -22,7 +25,12 @@ import (
 //   - typed-batch: the same filter as a Go batch function
 //     (guest-sdk/go/testdata/keep_active_batch), one call a batch.
 //
-//     go test -run='^$' -bench=GuestLoop -count=6 ./host/internal/wasm/
+// The five run interleaved, batch by batch, in one benchmark, each timed
+// on its own, so that a shared machine's drift falls on all of them alike;
+// it reports each one's ns a record and the Go guests' shares (Go minus
+// its WAT twin):
+//
+//	go test -run='^$' -bench=GuestLoop -count=6 ./host/internal/wasm/
 func BenchmarkGuestLoop(b *testing.B) {
 	keepActiveWAT := func() PluginConfig {
 		path := "../../../plugins/conformance/wat/keep_active.wasm"
@@ -44,10 +52,44 @@ func BenchmarkGuestLoop(b *testing.B) {
 			return goConfig(b, "guest-sdk/go/testdata/keep_active_batch", abi.OpFilter)
 		}},
 	}
-	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			_, w := mustLoad(b, sharedRuntime(b), c.cfg())
-			benchProcess(b, w, readings(512))
-		})
+	ws := make([]*Worker, len(cases))
+	for i, c := range cases {
+		_, ws[i] = mustLoad(b, sharedRuntime(b), c.cfg())
 	}
+	ns := interleave(b, ws, readings(512))
+	for i, c := range cases {
+		b.ReportMetric(ns[i], c.name+"-ns/record")
+	}
+	b.ReportMetric(ns[1]-ns[0], "raw-go-share-ns/record")
+	b.ReportMetric(ns[3]-ns[2], "typed-go-share-ns/record")
+	b.ReportMetric(ns[4]-ns[2], "typed-batch-go-share-ns/record")
+}
+
+// interleave runs each worker over in, in turn, b.N times, and returns
+// the ns a record each took.
+func interleave(b *testing.B, ws []*Worker, in []record.Record) []float64 {
+	ctx, out := context.Background(), new(record.Output)
+	took := make([]time.Duration, len(ws))
+	for _, w := range ws { // warm up buffers and the guests' input regions
+		if err := w.Process(ctx, in, out); err != nil {
+			b.Fatal(err)
+		}
+		out.Reset()
+	}
+	b.ResetTimer()
+	for range b.N {
+		for i, w := range ws {
+			start := time.Now()
+			if err := w.Process(ctx, in, out); err != nil {
+				b.Fatal(err)
+			}
+			took[i] += time.Since(start)
+			out.Reset()
+		}
+	}
+	ns := make([]float64, len(ws))
+	for i, d := range took {
+		ns[i] = float64(d.Nanoseconds()) / float64(b.N*len(in))
+	}
+	return ns
 }

@@ -10,8 +10,7 @@ import (
 // BenchmarkTransformTyped runs the JSON field transform of the Transform
 // benchmarks (upper-case the "kind" field of sensor readings) through the
 // typed convention: the typed_uppercase conformance plugins declare the
-// field, the host extracts it and applies the guest's patch; go-batch is
-// the Go one as a batch function (guest-sdk/go/testdata/uppercase_batch). Compare with
+// field, the host extracts it and applies the guest's patch. Compare with
 // BenchmarkTransformGo and BenchmarkTransformC (the same transform, raw)
 // and with BenchmarkTransformNative in plugins/conformance/go/uppercase:
 //
@@ -27,10 +26,23 @@ func BenchmarkTransformTyped(b *testing.B) {
 			benchProcess(b, w, readings(512))
 		})
 	}
-	b.Run("go-batch", func(b *testing.B) {
-		cfg := goConfig(b, "guest-sdk/go/testdata/uppercase_batch", abi.OpMap)
+}
+
+// BenchmarkTransformGoBatch runs the typed transform through the Go SDK as
+// a per-record function (typed_uppercase) and as a batch function
+// (guest-sdk/go/testdata/uppercase_batch), interleaved batch by batch so
+// that a shared machine's drift falls on both alike:
+//
+//	go test -run='^$' -bench=TransformGoBatch -count 6 ./host/internal/wasm/
+func BenchmarkTransformGoBatch(b *testing.B) {
+	var ws []*Worker
+	for _, dir := range []string{"plugins/conformance/go/typed_uppercase", "guest-sdk/go/testdata/uppercase_batch"} {
+		cfg := goConfig(b, dir, abi.OpMap)
 		cfg.InitConfig = []byte(`{"field":"kind"}`)
 		_, w := mustLoad(b, sharedRuntime(b), cfg)
-		benchProcess(b, w, readings(512))
-	})
+		ws = append(ws, w)
+	}
+	ns := interleave(b, ws, readings(512))
+	b.ReportMetric(ns[0], "per-record-ns/record")
+	b.ReportMetric(ns[1], "batch-ns/record")
 }
