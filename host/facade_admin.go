@@ -10,6 +10,7 @@ import (
 
 	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/record"
 )
 
@@ -121,6 +122,9 @@ type PartitionStatus struct {
 	Offset      int64  `json:"offset"`
 	WatermarkMs *int64 `json:"watermark_ms"`
 	Idle        bool   `json:"idle"`
+	// Lag is a Kafka partition's records after the last one polled, as
+	// of its last fetch; nil for other sources, or before a fetch.
+	Lag *int64 `json:"lag"`
 }
 
 // CheckpointRecord is one checkpoint of the run: when it completed, its
@@ -180,11 +184,15 @@ func (p *Pipeline) Live() LiveView {
 	t.watchUntil.Store(time.Now().Add(sampleWatch).UnixNano())
 	v := LiveView{Flows: p.flows()}
 	if ri := p.run.Load(); ri != nil {
+		lags := partitionLags(ri.sources)
 		for _, ps := range ri.ep.Partitions() {
 			st := PartitionStatus{Source: ps.Source, Topic: ps.Topic, Partition: ps.Partition, Offset: ps.Offset, Idle: ps.Idle}
 			if ps.Watermark != engine.NoWatermark {
 				wm := ps.Watermark
 				st.WatermarkMs = &wm
+			}
+			if l, ok := lags[kafka.PartitionLag{Topic: ps.Topic, Partition: ps.Partition}]; ok {
+				st.Lag = &l
 			}
 			v.Partitions = append(v.Partitions, st)
 		}
@@ -223,6 +231,18 @@ func (p *Pipeline) flows() []StageFlow {
 		out = append(out, StageFlow{Stage: "sink", Name: c.Name, Workers: 1})
 	}
 	return out
+}
+
+// partitionLags returns the lag of each partition the Kafka sources own,
+// keyed by topic and partition (Lag 0).
+func partitionLags(sources []*kafka.Source) map[kafka.PartitionLag]int64 {
+	lags := map[kafka.PartitionLag]int64{}
+	for _, s := range sources {
+		for _, pl := range s.PartitionLags() {
+			lags[kafka.PartitionLag{Topic: pl.Topic, Partition: pl.Partition}] = pl.Lag
+		}
+	}
+	return lags
 }
 
 // liveTap keeps what Live shows of a run's outputs and checkpoints: it is

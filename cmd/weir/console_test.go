@@ -149,7 +149,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDOM(t, ctx, "the replayed partition, over a minute behind", `[...document.querySelectorAll('#partitions tbody tr')].some(tr =>
-		tr.children[0].textContent === "replay" && tr.children[4].className === "behind")`)
+		tr.children[0].textContent === "replay" && tr.children[5].className === "behind")`)
 	waitDOM(t, ctx, "the shadow's divergences and its Promote button", `document.querySelectorAll('#divergences pre').length > 0 &&
 		!document.querySelector('#plugins tr[data-operator="count"] button.promote').hidden`)
 	shoot(t, ctx, "console-lagging-shadow.png")

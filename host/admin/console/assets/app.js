@@ -185,7 +185,8 @@ function updatePartitions(view) {
   setText($("#partitions-summary"), s);
   syncRows($("#partitions tbody"), p.rows, (r) => r.source + "/" + r.topic + "/" + r.partition, (r) => {
     const behind = r.watermark_ms === null ? null : (view.now_ms - r.watermark_ms) / 1000;
-    return [r.source, r.partition < 0 ? "–" : (r.topic ? r.topic + "/" : "") + r.partition, String(r.offset), clock(r.watermark_ms),
+    return [r.source, r.partition < 0 ? "–" : (r.topic ? r.topic + "/" : "") + r.partition, String(r.offset),
+      r.lag === null || r.lag === undefined ? "–" : String(r.lag), clock(r.watermark_ms),
       [secs(behind), behind !== null && behind > 10 && !r.idle ? "behind" : ""], [r.idle ? "idle" : "", r.idle ? "idle" : ""]];
   });
 }
