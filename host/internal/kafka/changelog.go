@@ -559,21 +559,25 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 
 // awaitSettled waits until every transaction open on the partitions
 // only of topic when it is called has ended: until each partition's last
-// stable offset has reached the high watermark it had then. A replay
-// reads up to the last stable offsets, and an open transaction holds
+// stable offset has reached the high watermark it had then. A reader
+// that takes the last stable offsets for a partition's end, and needs
+// everything committed there, must wait so: an open transaction holds
 // them back, hiding what other producers committed after its first
-// record. That happens when an owner of a task died mid-checkpoint (the
-// brokers abort its transaction only at its timeout) and the task has
-// had another owner since, which restored it and committed checkpoints
-// after the open records: the group's offsets include them, so an owner
-// given the task before the brokers abort the transaction would restore
-// a state without them and resume past the records they came from. A
-// task's partitions are written by its owner
-// only, and this instance owns the tasks it restores, so the wait ends
-// at the latest at the transaction timeout of an earlier owner (a
-// checkpoint interval for one that is handing the task over). A
-// standby's pass does not wait: the owner's open transaction would hold
-// it up, and taking the task over replays the rest.
+// record.
+//
+// A task's restore from the changelog needs it when an owner of the task
+// died mid-checkpoint (the brokers abort its transaction only at its
+// timeout) and the task has had another owner since, which restored it
+// and committed checkpoints after the open records: the group's offsets
+// include them, so an owner given the task before the brokers abort the
+// transaction would restore a state without them and resume past the
+// records they came from. A task's partitions are written by its owner
+// only, and the restoring instance owns the task, so the wait ends at the
+// latest at the transaction timeout of an earlier owner (a checkpoint
+// interval for one handing the task over). A standby's pass does not
+// wait: the owner's open transaction would hold it up, and taking the
+// task over replays the rest. InProcessUnread needs it for the
+// repartition topic (see there).
 func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []int32, log *slog.Logger) error {
 	highs, err := adm.ListEndOffsets(ctx, topic)
 	if err == nil {
@@ -583,7 +587,7 @@ func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []in
 		return nil // no changelog yet
 	}
 	if err != nil {
-		return fmt.Errorf("changelog %q: listing its high watermarks: %w", topic, err)
+		return fmt.Errorf("topic %q: listing its high watermarks: %w", topic, err)
 	}
 	start, warned := time.Now(), time.Time{}
 	for {
@@ -592,7 +596,7 @@ func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []in
 			err = stable.Error()
 		}
 		if err != nil {
-			return fmt.Errorf("changelog %q: listing its end: %w", topic, err)
+			return fmt.Errorf("topic %q: listing its last stable offsets: %w", topic, err)
 		}
 		var open []int32
 		for _, p := range only {
@@ -604,19 +608,19 @@ func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []in
 		}
 		if len(open) == 0 {
 			if !warned.IsZero() {
-				log.Info("changelog: the transactions that were open on the tasks' partitions have ended; replaying", "topic", topic, "waited", time.Since(start).Round(time.Millisecond))
+				log.Info("the transactions that were open on the partitions have ended", "topic", topic, "waited", time.Since(start).Round(time.Millisecond))
 			}
 			return nil
 		}
 		if warned.IsZero() || time.Since(warned) >= replayLogEvery {
 			warned = time.Now()
-			log.Info("changelog: waiting for the transactions open on the tasks' partitions to end, so that the replay reads what was committed after them",
+			log.Info("waiting for the transactions open on the partitions to end, to read what was committed after them",
 				"topic", topic, "partitions", open, "waited", time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-time.After(settlePoll):
 		case <-ctx.Done():
-			return fmt.Errorf("changelog %q: waiting for open transactions to end: %w", topic, ctx.Err())
+			return fmt.Errorf("topic %q: waiting for open transactions to end: %w", topic, ctx.Err())
 		}
 	}
 }

@@ -699,7 +699,7 @@ func TestReplayWaitsForOpenTransactions(t *testing.T) {
 			returned = true
 			return true
 		default:
-			return strings.Contains(logs.String(), "waiting for the transactions open on the tasks' partitions to end")
+			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
 		}
 	})
 	if returned {
