@@ -584,7 +584,7 @@ func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []in
 		err = highs.Error()
 	}
 	if errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return nil // no changelog yet
+		return nil // no topic yet: nothing to wait for
 	}
 	if err != nil {
 		return fmt.Errorf("topic %q: listing its high watermarks: %w", topic, err)
