@@ -415,7 +415,9 @@ func (r ReplayResult) Meta() []byte {
 // that every change a marker there stands for is within the others' ends.
 //
 // With only not nil (an instance sharing its group by task), it reads
-// only those partitions, its tasks'; the others' Next is their from.
+// only those partitions, its tasks', once the transactions open on them
+// when it starts have ended (awaitSettled); the others' Next is their
+// from.
 //
 // progress, when not nil, is called before the first fetch and after each,
 // from the calling goroutine; a replay that takes longer than a few
@@ -432,7 +434,7 @@ func Replay(ctx context.Context, cc ClientConfig, topic string, from []int64, on
 func ReplayFor(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, apply func(key, value []byte, deleted bool) error, progress func(ReplayProgress), log *slog.Logger, budget time.Duration) (ReplayResult, error) {
 	var res ReplayResult
 	log = snkLogger(log)
-	rp, err := newReplay(ctx, cc, topic, from, only, log)
+	rp, err := newReplay(ctx, cc, topic, from, only, budget == 0 && only != nil, log)
 	if err != nil || rp == nil {
 		return res, err
 	}
@@ -509,8 +511,10 @@ func (rp *replayRun) progress(elapsed time.Duration) ReplayProgress {
 }
 
 // newReplay starts reading the changelog's partitions from from, or
-// returns nil if the topic does not exist yet.
-func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, log *slog.Logger) (*replayRun, error) {
+// returns nil if the topic does not exist yet. With settle, it first
+// waits for the transactions open on the partitions it reads to end
+// (awaitSettled).
+func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64, only []int32, settle bool, log *slog.Logger) (*replayRun, error) {
 	opts, err := cc.Opts()
 	if err != nil {
 		return nil, err
@@ -521,6 +525,12 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
+	}
+	if settle {
+		if err := awaitSettled(ctx, kadm.NewClient(cl), topic, only, log); err != nil {
+			cl.Close()
+			return nil, err
+		}
 	}
 	end, err := changelogEnds(ctx, kadm.NewClient(cl), topic)
 	if err != nil || end == nil {
@@ -546,6 +556,77 @@ func newReplay(ctx context.Context, cc ClientConfig, topic string, from []int64,
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{topic: at})
 	return rp, nil
 }
+
+// awaitSettled waits until every transaction open on the partitions
+// only of topic when it is called has ended: until each partition's last
+// stable offset has reached the high watermark it had then. A reader
+// that takes the last stable offsets for a partition's end, and needs
+// everything committed there, must wait so: an open transaction holds
+// them back, hiding what other producers committed after its first
+// record.
+//
+// A task's restore from the changelog needs it when an owner of the task
+// died mid-checkpoint (the brokers abort its transaction only at its
+// timeout) and the task has had another owner since, which restored it
+// and committed checkpoints after the open records: the group's offsets
+// include them, so an owner given the task before the brokers abort the
+// transaction would restore a state without them and resume past the
+// records they came from. A task's partitions are written by its owner
+// only, and the restoring instance owns the task, so the wait ends at the
+// latest at the transaction timeout of an earlier owner (a checkpoint
+// interval for one handing the task over). A standby's pass does not
+// wait: the owner's open transaction would hold it up, and taking the
+// task over replays the rest. InProcessUnread needs it for the
+// repartition topic (see there).
+func awaitSettled(ctx context.Context, adm *kadm.Client, topic string, only []int32, log *slog.Logger) error {
+	highs, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = highs.Error()
+	}
+	if errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return nil // no topic yet: nothing to wait for
+	}
+	if err != nil {
+		return fmt.Errorf("topic %q: listing its high watermarks: %w", topic, err)
+	}
+	start, warned := time.Now(), time.Time{}
+	for {
+		stable, err := adm.ListCommittedOffsets(ctx, topic)
+		if err == nil {
+			err = stable.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("topic %q: listing its last stable offsets: %w", topic, err)
+		}
+		var open []int32
+		for _, p := range only {
+			h, hok := highs.Lookup(topic, p)
+			s, sok := stable.Lookup(topic, p)
+			if hok && sok && s.Offset < h.Offset {
+				open = append(open, p)
+			}
+		}
+		if len(open) == 0 {
+			if !warned.IsZero() {
+				log.Info("the transactions that were open on the partitions have ended", "topic", topic, "waited", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if warned.IsZero() || time.Since(warned) >= replayLogEvery {
+			warned = time.Now()
+			log.Info("waiting for the transactions open on the partitions to end, to read what was committed after them",
+				"topic", topic, "partitions", open, "waited", time.Since(start).Round(time.Millisecond))
+		}
+		select {
+		case <-time.After(settlePoll):
+		case <-ctx.Done():
+			return fmt.Errorf("topic %q: waiting for open transactions to end: %w", topic, ctx.Err())
+		}
+	}
+}
+
+// settlePoll is how often awaitSettled looks at the last stable offsets.
+const settlePoll = 50 * time.Millisecond
 
 // changelogEnds lists the last stable offset of every partition of topic,
 // partition 0's before the others', or nil if the topic does not exist.

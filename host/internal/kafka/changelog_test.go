@@ -609,3 +609,114 @@ func TestSealedSome(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayWaitsForOpenTransactions: a task's changelog partition holds
+// a checkpoint of its first owner, then the records of a second owner's
+// transaction left open (an instance killed mid-checkpoint, whose
+// transaction the brokers abort only at its timeout), then a checkpoint
+// that a third owner committed after them. The restore of the task by its
+// next owner must rebuild the third owner's checkpoint, which the group's
+// offsets already include: it waits for the open transaction to end
+// instead of stopping at the last stable offset, before the committed
+// checkpoint. A standby's pass, which must not wait for the owner's
+// transactions, reads what is stable and returns.
+func TestReplayWaitsForOpenTransactions(t *testing.T) {
+	t.Parallel()
+	const topic = "handed-changelog"
+	cc := snkCluster(t, map[string]int32{"in": 2})
+	ctx := context.Background()
+	cl, err := NewChangelog(cc, topic, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.EnsureTopic(ctx, []string{"in"}); err != nil {
+		t.Fatal(err)
+	}
+	const task = 1
+	// checkpoint writes one change and the marker to the task's
+	// partition in a transaction of owner's, which it commits or leaves
+	// open.
+	checkpoint := func(owner, key, value, meta string, commit bool) *kgo.Client {
+		tx := srcClient(t, cc, kgo.TransactionalID(owner), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		t.Cleanup(tx.Close)
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		id := []kgo.RecordHeader{{Key: ChangelogCheckpointHeader, Value: []byte(owner)}}
+		tasks := []kgo.RecordHeader{{Key: ChangelogTasksHeader, Value: []byte("2")}, id[0]}
+		if err := tx.ProduceSync(ctx,
+			&kgo.Record{Topic: topic, Partition: task, Key: []byte(key), Value: []byte("v" + value), Headers: id},
+			&kgo.Record{Topic: topic, Partition: task, Key: []byte(ChangelogMarker), Value: []byte("m" + meta), Headers: tasks},
+		).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return tx
+	}
+	checkpoint("first-owner", "a", "1", `{"epoch":1}`, true)
+	killed := checkpoint("killed-owner", "b", "2", `{"epoch":2}`, false)
+	checkpoint("third-owner", "c", "3", `{"epoch":3}`, true)
+
+	replay := func(ctx context.Context, budget time.Duration, log *slog.Logger) (map[string]string, ReplayResult, error) {
+		got := map[string]string{}
+		res, err := ReplayFor(ctx, cc, topic, nil, []int32{task}, func(k, v []byte, deleted bool) error {
+			got[string(k)] = string(v)
+			return nil
+		}, nil, log, budget)
+		return got, res, err
+	}
+	standbyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	got, _, err := replay(standbyCtx, time.Second, nil)
+	cancel()
+	if err != nil {
+		t.Fatalf("a standby's pass over a partition with an open transaction: %v", err)
+	}
+	if want := map[string]string{"a": "1"}; !maps.Equal(got, want) {
+		t.Errorf("a standby's pass rebuilt %v, want what is stable, %v", got, want)
+	}
+
+	var logs weirtest.SyncBuffer
+	type result struct {
+		got map[string]string
+		res ReplayResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, res, err := replay(ctx, 0, slog.New(slog.NewTextHandler(&logs, nil)))
+		done <- result{got, res, err}
+	}()
+	var r result
+	returned := false
+	weirtest.PollUntil(t, 30*time.Second, "the restore to wait for the open transaction, or to return", func() bool {
+		select {
+		case r = <-done:
+			returned = true
+			return true
+		default:
+			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
+		}
+	})
+	if returned {
+		t.Fatalf("the restore returned while a transaction was open before a committed checkpoint: it rebuilt %v (error %v) and the marker %q, "+
+			"not the third owner's checkpoint", r.got, r.err, r.res.Markers[task])
+	}
+	if err := killed.EndTransaction(ctx, kgo.TryAbort); err != nil { // the brokers' abort at its timeout
+		t.Fatal(err)
+	}
+	r = <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := map[string]string{"a": "1", "c": "3"}; !maps.Equal(r.got, want) {
+		t.Errorf("the restore rebuilt %v, want %v", r.got, want)
+	}
+	if m := string(r.res.Markers[task]); m != `{"epoch":3}` {
+		t.Errorf("the restore's last marker is %q, want the third owner's", m)
+	}
+}

@@ -70,7 +70,8 @@ type Unread struct {
 // InProcessUnread returns why a run that owns every task may not route
 // the key_by's records in process: the repartition topic holds records
 // past where the run would resume reading it (written by an earlier run,
-// of this instance or another, and not yet applied), or its upstream
+// of this instance or another, and not yet applied; committed, once the
+// transactions open on the topic have ended), or its upstream
 // tables say records of an input partition were applied past where the
 // run resumes that partition (at least once, a crash after a checkpoint
 // and before the group's commit), which only the topic's reader can drop
@@ -84,6 +85,19 @@ func InProcessUnread(ctx context.Context, c InProcessCheck) (Unread, error) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	// Records counted up to the last stable offsets: wait for the
+	// transactions open there to end, or records another instance
+	// committed behind one (an instance that died or gave its input up
+	// while writing) would be left in the topic, never applied, by a
+	// run routing in process. Their writers no longer own inputs, so
+	// they abort.
+	parts := make([]int32, c.Partitions)
+	for p := range parts {
+		parts[p] = int32(p)
+	}
+	if err := awaitSettled(ctx, adm, c.Topic, parts, c.logger()); err != nil {
+		return Unread{}, err
+	}
 	committed, err := adm.FetchOffsets(ctx, c.Group)
 	if err == nil {
 		err = committed.Error()
@@ -130,12 +144,16 @@ func (c InProcessCheck) client() (*kgo.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	opts = append(opts, kgo.WithLogger(newKgoLogger(log)), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	opts = append(opts, kgo.WithLogger(newKgoLogger(c.logger())), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	return kgo.NewClient(opts...)
+}
+
+// logger returns the check's logger, or one that discards.
+func (c InProcessCheck) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
 }
 
 // snapshotTopic returns what a Kafka source snapshot records of topic:

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
 	"github.com/weir-stream/weir/host/internal/engine"
 )
 
@@ -17,7 +20,9 @@ import (
 // routing in process: the data records of the repartition topic after
 // where the run would resume each partition (the group's offsets, or
 // at least once the restored checkpoint's), not its watermark records,
-// transaction markers or records of a transaction still open; and
+// transaction markers or records of a transaction that aborted, once
+// the transactions open on the topic have ended (records committed
+// behind one count); and
 // upstream tables that applied an input partition past the group's
 // offset, which no count of records can resolve.
 func TestInProcessUnread(t *testing.T) {
@@ -51,12 +56,8 @@ func TestInProcessUnread(t *testing.T) {
 		&kgo.Record{Partition: 0, Headers: wm}, &kgo.Record{Partition: 1, Headers: wm}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	txn := func(commit bool, recs ...*kgo.Record) {
+	txn := func(id string, commit bool, recs ...*kgo.Record) *kgo.Client {
 		t.Helper()
-		id := "committed"
-		if !commit {
-			id = "open"
-		}
 		tc, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.DefaultProduceTopic("rp"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(id))
 		if err != nil {
 			t.Fatal(err)
@@ -73,15 +74,53 @@ func TestInProcessUnread(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		return tc
 	}
-	txn(true, &kgo.Record{Partition: 2, Value: []byte("c")}, &kgo.Record{Partition: 2, Value: []byte("d")}, &kgo.Record{Partition: 2, Value: []byte("e")})
-	txn(false, &kgo.Record{Partition: 1, Value: []byte("not yet")})
+	txn("committed", true, &kgo.Record{Partition: 2, Value: []byte("c")}, &kgo.Record{Partition: 2, Value: []byte("d")}, &kgo.Record{Partition: 2, Value: []byte("e")})
+	open := txn("open", false, &kgo.Record{Partition: 1, Value: []byte("not yet")})
+	txn("behind", true, &kgo.Record{Partition: 1, Value: []byte("behind")})
 
-	if un := check(false, nil); !maps.Equal(un.Records, map[int32]int{0: 2, 2: 3}) || un.Why == "" {
-		t.Errorf("no offsets committed: %+v, want 2 records of partition 0 and 3 of partition 2", un)
+	// The check waits for the open transaction to end: it aborts (its
+	// writer gave its input up, or died), and the record committed
+	// behind it is in the way.
+	var logs weirtest.SyncBuffer
+	type result struct {
+		un  Unread
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		un, err := InProcessUnread(ctx, InProcessCheck{Client: cc, Group: "g", Topic: "rp", Inputs: NewInputs(map[string]int32{"in": 3}), Partitions: 3,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		done <- result{un, err}
+	}()
+	var r result
+	returned := false
+	weirtest.PollUntil(t, 30*time.Second, "the check to wait for the open transaction, or to return", func() bool {
+		select {
+		case r = <-done:
+			returned = true
+			return true
+		default:
+			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
+		}
+	})
+	if returned {
+		t.Fatalf("the check returned while a transaction was open before a committed record: %+v (error %v), "+
+			"which leaves that record in the topic for a run routing in process", r.un, r.err)
+	}
+	if err := open.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if r = <-done; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !maps.Equal(r.un.Records, map[int32]int{0: 2, 1: 1, 2: 3}) || r.un.Why == "" {
+		t.Errorf("no offsets committed: %+v, want 2 records of partition 0, the one committed behind the aborted transaction in partition 1, and 3 of partition 2", r.un)
 	}
 	adm := kadm.NewClient(cl)
 	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "rp", Partition: 1, At: 4, LeaderEpoch: -1}) // past the aborted and the committed transactions
 	offs.Add(kadm.Offset{Topic: "rp", Partition: 0, At: 2, LeaderEpoch: -1})
 	offs.Add(kadm.Offset{Topic: "in", Partition: 1, At: 5, LeaderEpoch: -1})
 	if err := adm.CommitAllOffsets(ctx, "g", offs); err != nil {
