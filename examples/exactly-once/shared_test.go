@@ -168,29 +168,11 @@ func newSharedRig(t *testing.T, stream uint64, byKey bool) *sharedRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(testSeed(t), stream))}
+	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(weirtest.Seed(t), stream))}
 	want, release, stop := produceReadings(t, b.Addrs(), r.rng, byKey)
 	r.want, r.release = want, release
 	t.Cleanup(func() { stop(); b.Close() })
 	return r
-}
-
-// testSeed returns the seed of a test's randomness, which it logs: the
-// time's, or $WEIR_TEST_SEED's when set, to replay a failed run's data and
-// choices (which instance is killed, and when). The kills' timing against
-// the instances' work is the machine's, so a replay need not fail again.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WEIR_TEST_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_TEST_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d", seed)
-	return seed
 }
 
 // env is the environment of instance name: the rig's brokers, its own

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,7 +54,7 @@ type output struct{ key, value string }
 // must be there, and nothing else but repeats. The reference's sums must
 // be the brute-force ones, and every instance must have read records.
 func TestScaleOut(t *testing.T) {
-	seed := testSeed(t)
+	seed := weirtest.Seed(t)
 	rs, sums := farm(rand.New(rand.NewPCG(seed, 1)))
 	ref := reference(t, rs, len(sums))
 	checkSums(t, ref, sums)
@@ -70,24 +69,6 @@ func TestScaleOut(t *testing.T) {
 			covers(t, got, ref)
 		})
 	}
-}
-
-// testSeed returns the seed of a test's randomness, which it logs: the
-// time's, or $WEIR_TEST_SEED's when set, to replay a failed run's data.
-// The instances' timing is the machine's, so a replay need not fail
-// again.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("WEIR_TEST_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("WEIR_TEST_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d", seed)
-	return seed
 }
 
 // shared runs the instances of TestScaleOut delivering mode, and returns

@@ -40,7 +40,7 @@ const (
 // row once; at least once, each at least once and nothing else. Every
 // instance must have read records, and nothing must be dead-lettered.
 func TestScaleOutJoin(t *testing.T) {
-	seed := testSeed(t)
+	seed := weirtest.Seed(t)
 	evs, want := auctionEvents(rand.New(rand.NewPCG(seed, 3)), 1500)
 	for _, mode := range []string{"exactly_once", "at_least_once"} {
 		t.Run(mode, func(t *testing.T) {
