@@ -96,22 +96,29 @@ var BytesCodec = Codec[[]byte]{
 // registering twice, or with a required function nil, panics, which makes
 // the module fail to initialise.
 func Aggregate[A any](f AggregateFuncs[A]) {
+	mustRegisterAggregate("AggregateFuncs", f.Add == nil, f)
+	aggHandler = &aggOf[A]{f: f}
+}
+
+// mustRegisterAggregate panics when an aggregate is already registered or
+// when a required function of f (of type funcs; addNil for its Add) is
+// nil.
+func mustRegisterAggregate[A any](funcs string, addNil bool, f AggregateFuncs[A]) {
 	for _, c := range []struct {
 		name  string
 		isNil bool
 	}{
-		{"Add", f.Add == nil},
+		{"Add", addNil},
 		{"Merge", f.Merge == nil},
 		{"Result (and ResultCtx)", f.Result == nil && f.ResultCtx == nil},
 		{"Codec.Append", f.Codec.Append == nil},
 		{"Codec.Decode", f.Codec.Decode == nil},
 	} {
 		if c.isNil {
-			panic("weir: nil aggregate function: AggregateFuncs." + c.name + " is nil")
+			panic("weir: nil aggregate function: " + funcs + "." + c.name + " is nil")
 		}
 	}
 	mustRegister(false, aggHandler != nil, "aggregate")
-	aggHandler = &aggOf[A]{f: f}
 }
 
 // aggregator is what the dispatch needs of a registered aggregate, with the

@@ -53,31 +53,9 @@ type TypedAggregateFuncs[A any] struct {
 // host that predates the typed convention calls weir_agg_add, which
 // rejects every record: a typed aggregate has no raw Add.
 func TypedAggregate[A any](f TypedAggregateFuncs[A]) {
-	for _, c := range []struct {
-		name  string
-		isNil bool
-	}{
-		{"Add", f.Add == nil},
-		{"Merge", f.Merge == nil},
-		{"Result (and ResultCtx)", f.Result == nil && f.ResultCtx == nil},
-		{"Codec.Append", f.Codec.Append == nil},
-		{"Codec.Decode", f.Codec.Decode == nil},
-	} {
-		if c.isNil {
-			panic("weir: nil aggregate function: TypedAggregateFuncs." + c.name + " is nil")
-		}
-	}
-	mustRegister(false, aggHandler != nil, "aggregate")
-	aggHandler = &typedAggOf[A]{
-		aggOf: aggOf[A]{f: AggregateFuncs[A]{
-			Create:    f.Create,
-			Merge:     f.Merge,
-			Result:    f.Result,
-			ResultCtx: f.ResultCtx,
-			Codec:     f.Codec,
-		}},
-		addFn: f.Add,
-	}
+	funcs := AggregateFuncs[A]{Create: f.Create, Merge: f.Merge, Result: f.Result, ResultCtx: f.ResultCtx, Codec: f.Codec}
+	mustRegisterAggregate("TypedAggregateFuncs", f.Add == nil, funcs)
+	aggHandler = &typedAggOf[A]{aggOf: aggOf[A]{f: funcs}, addFn: f.Add}
 }
 
 // typedAggregator is a registered typed aggregate: an aggregator whose

@@ -12,7 +12,8 @@
 // is rejected with the parser's message.
 //
 // The accumulator is 16 bytes: the sum as a float64 and the count as an
-// int64, each 8 bytes little-endian (weir.AppendFloat64, AppendInt64).
+// int64, each 8 bytes little-endian (package avgacc, which typed_average
+// shares).
 package main
 
 import (
@@ -20,36 +21,19 @@ import (
 
 	"github.com/weir-stream/weir/abi/wjson"
 	weir "github.com/weir-stream/weir/guest-sdk/go"
+	"github.com/weir-stream/weir/plugins/conformance/go/internal/avgacc"
 )
 
-// acc is the running sum and count of one group.
-type acc struct {
-	sum   float64
-	count int64
-}
-
-var codec = weir.Codec[acc]{
-	Append: func(dst []byte, a acc) []byte {
-		dst = weir.AppendFloat64(dst, a.sum)
-		return weir.AppendInt64(dst, a.count)
-	},
-	Decode: func(b []byte) (acc, error) {
-		d := weir.NewAccDecoder(b)
-		a := acc{sum: d.Float64(), count: d.Int64()}
-		return a, d.End()
-	},
-}
-
 func init() {
-	weir.Aggregate(weir.AggregateFuncs[acc]{
+	weir.Aggregate(weir.AggregateFuncs[avgacc.Acc]{
 		Add:    add,
-		Merge:  func(a, b acc) acc { return acc{a.sum + b.sum, a.count + b.count} },
-		Result: result,
-		Codec:  codec,
+		Merge:  avgacc.Merge,
+		Result: avgacc.Result,
+		Codec:  avgacc.Codec,
 	})
 }
 
-func add(a acc, r *weir.Record) (acc, error) {
+func add(a avgacc.Acc, r *weir.Record) (avgacc.Acc, error) {
 	v, err := wjson.Get(r.Value, "n")
 	switch {
 	case err != nil:
@@ -63,25 +47,7 @@ func add(a acc, r *weir.Record) (acc, error) {
 	if err != nil {
 		return a, errors.New("field n is out of range")
 	}
-	a.sum += n
-	a.count++
-	return a, nil
-}
-
-func result(dst []byte, a acc) ([]byte, error) {
-	var w wjson.Writer
-	w.Reset(dst)
-	w.BeginObject()
-	w.Key("avg")
-	if a.count == 0 {
-		w.Null()
-	} else {
-		w.Float(a.sum / float64(a.count))
-	}
-	w.Key("count")
-	w.Int(a.count)
-	w.EndObject()
-	return w.Bytes(), nil
+	return a.Add(n), nil
 }
 
 func main() {}
