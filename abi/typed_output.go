@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 )
 
 // A typed output frame (guest to host, the result of the typed batch
@@ -178,7 +179,7 @@ func (w *TypedOutputWriter) BeginPatch(i int, flags PatchFlags, key []byte, ts i
 // PatchSet appends a patch entry for input index i, without flags, with
 // one set operation at path of a value of type t, whose vlen bytes it
 // returns for the caller to fill (vlen 0: none). It is BeginPatch and the
-// operation's head in one step, growing the buffer once: in a guest, where
+// operation's head in one step, growing the buffer at most once: in a guest, where
 // every call and append costs, the common patch of one field is written
 // at a third of the cost. The patch stays open for further operations.
 func (w *TypedOutputWriter) PatchSet(i int, path string, t FieldType, vlen int) []byte {
@@ -187,7 +188,7 @@ func (w *TypedOutputWriter) PatchSet(i int, path string, t FieldType, vlen int) 
 	}
 	n := len(w.w.buf)
 	head := 16 + len(path) // kind, index, flags, op count, op kind, path, type
-	b := grow(w.w.buf, head+vlen)
+	b := slices.Grow(w.w.buf, head+vlen)[:n+head+vlen]
 	b[n] = byte(KindPatch)
 	binary.LittleEndian.PutUint32(b[n+1:], uint32(i))
 	b[n+5] = 0
@@ -200,17 +201,6 @@ func (w *TypedOutputWriter) PatchSet(i int, path string, t FieldType, vlen int) 
 	w.w.count++
 	w.ops = n + 6
 	return b[n+head:]
-}
-
-// grow extends b by k bytes, reallocating at most once.
-func grow(b []byte, k int) []byte {
-	n := len(b)
-	if cap(b)-n < k {
-		nb := make([]byte, n, 2*cap(b)+k)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:n+k]
 }
 
 // op appends the head of one operation of the open patch.

@@ -191,7 +191,7 @@ func (p *Pipeline) Live() LiveView {
 				wm := ps.Watermark
 				st.WatermarkMs = &wm
 			}
-			if l, ok := lags[kafka.PartitionLag{Topic: ps.Topic, Partition: ps.Partition}]; ok {
+			if l, ok := lags[topicPartition{ps.Topic, ps.Partition}]; ok {
 				st.Lag = &l
 			}
 			v.Partitions = append(v.Partitions, st)
@@ -233,13 +233,17 @@ func (p *Pipeline) flows() []StageFlow {
 	return out
 }
 
-// partitionLags returns the lag of each partition the Kafka sources own,
-// keyed by topic and partition (Lag 0).
-func partitionLags(sources []*kafka.Source) map[kafka.PartitionLag]int64 {
-	lags := map[kafka.PartitionLag]int64{}
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// partitionLags returns the lag of each partition the Kafka sources own.
+func partitionLags(sources []*kafka.Source) map[topicPartition]int64 {
+	lags := map[topicPartition]int64{}
 	for _, s := range sources {
 		for _, pl := range s.PartitionLags() {
-			lags[kafka.PartitionLag{Topic: pl.Topic, Partition: pl.Partition}] = pl.Lag
+			lags[topicPartition{pl.Topic, pl.Partition}] = pl.Lag
 		}
 	}
 	return lags
