@@ -691,17 +691,7 @@ func TestReplayWaitsForOpenTransactions(t *testing.T) {
 		got, res, err := replay(ctx, 0, slog.New(slog.NewTextHandler(&logs, nil)))
 		done <- result{got, res, err}
 	}()
-	var r result
-	returned := false
-	weirtest.PollUntil(t, 30*time.Second, "the restore to wait for the open transaction, or to return", func() bool {
-		select {
-		case r = <-done:
-			returned = true
-			return true
-		default:
-			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
-		}
-	})
+	r, returned := awaitOpenTxnWait(t, "the restore", &logs, done)
 	if returned {
 		t.Fatalf("the restore returned while a transaction was open before a committed checkpoint: it rebuilt %v (error %v) and the marker %q, "+
 			"not the third owner's checkpoint", r.got, r.err, r.res.Markers[task])
@@ -719,4 +709,22 @@ func TestReplayWaitsForOpenTransactions(t *testing.T) {
 	if m := string(r.res.Markers[task]); m != `{"epoch":3}` {
 		t.Errorf("the restore's last marker is %q, want the third owner's", m)
 	}
+}
+
+// awaitOpenTxnWait polls until call (named what) logs that it waits for
+// the transactions open on its partitions to end, or returns its result
+// on done: it returns that result, and whether call returned instead of
+// waiting.
+func awaitOpenTxnWait[R any](t *testing.T, what string, logs *weirtest.SyncBuffer, done <-chan R) (r R, returned bool) {
+	t.Helper()
+	weirtest.PollUntil(t, 30*time.Second, what+" to wait for the open transaction, or to return", func() bool {
+		select {
+		case r = <-done:
+			returned = true
+			return true
+		default:
+			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
+		}
+	})
+	return r, returned
 }

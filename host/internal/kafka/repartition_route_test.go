@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -94,17 +92,7 @@ func TestInProcessUnread(t *testing.T) {
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		done <- result{un, err}
 	}()
-	var r result
-	returned := false
-	weirtest.PollUntil(t, 30*time.Second, "the check to wait for the open transaction, or to return", func() bool {
-		select {
-		case r = <-done:
-			returned = true
-			return true
-		default:
-			return strings.Contains(logs.String(), "waiting for the transactions open on the partitions to end")
-		}
-	})
+	r, returned := awaitOpenTxnWait(t, "the check", &logs, done)
 	if returned {
 		t.Fatalf("the check returned while a transaction was open before a committed record: %+v (error %v), "+
 			"which leaves that record in the topic for a run routing in process", r.un, r.err)
