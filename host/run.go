@@ -57,7 +57,9 @@ func (s Summary) LogValue() slog.Value {
 // its other instances: when the group moves tasks, Run rolls the state
 // back to the last checkpoint (or, at least once, when it only gained
 // tasks, stops at a final one) and starts again for the tasks it owns,
-// without leaving the process or the group; a run that owns every task
+// without leaving the process or the group; given tasks and losing none,
+// it first goes on with its own while the new ones' state catches up
+// from their changelog partitions; a run that owns every task
 // and first had to apply what its repartition topic held stops at a
 // checkpoint once it has, and the next routes the key_by in process.
 // Another pipeline that keeps

@@ -33,8 +33,9 @@ type Stats struct {
 	LastCheckpoint      uint64  `json:"last_checkpoint,omitempty"`
 	LastCheckpointPause float64 `json:"last_checkpoint_pause_seconds,omitempty"`
 	// Restore is how far the state's last restore from the changelog came
-	// (or, while State is "restoring", has come); nil if the pipeline has
-	// not restored any.
+	// (or, while State is "restoring", or "running" and Left is not 0,
+	// has come: a running pipeline catches up with tasks it was given
+	// beside its own); nil if the pipeline has not restored any.
 	Restore *RestoreStats `json:"restore,omitempty"`
 	// Tasks are the tasks (input partitions) this instance's run owns,
 	// when the pipeline's instances share its consumer group by task;
@@ -74,7 +75,8 @@ type TaskRestore struct {
 }
 
 // onRestore records a restore's progress; while records are left, the
-// pipeline is restoring.
+// pipeline is restoring, unless it is running (catching up with tasks it
+// was given).
 func (p *Pipeline) onRestore(pr kafka.ReplayProgress) {
 	rs := &RestoreStats{Seconds: pr.Elapsed.Seconds(), EtaSeconds: pr.ETA().Seconds()}
 	for i, t := range pr.Tasks {
@@ -82,7 +84,9 @@ func (p *Pipeline) onRestore(pr kafka.ReplayProgress) {
 	}
 	rs.Replayed, rs.Left = pr.Totals()
 	p.restore.Store(rs)
-	if rs.Left > 0 {
+	if rs.Left > 0 && p.runState.Load() != StateRunning {
+		// A running pipeline catching up with tasks it was given
+		// restores them beside its own, which keep running.
 		p.runState.Store(StateRestoring)
 	}
 }

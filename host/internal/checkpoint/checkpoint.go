@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
@@ -72,6 +73,17 @@ type Coordinator struct {
 	// (Meta.TaskMarkers).
 	standbys    *standbys
 	taskMarkers map[int32]json.RawMessage
+	// takeover, for a run sharing its group by task, catches up with the
+	// tasks the group gives it (see takeover.go). mu guards offsets,
+	// taskMarkers, caught and caughtUp against it, and keeps its writes
+	// out of a checkpoint's, which holds mu from its standby pass to the
+	// store's commit; caught counts the changes it applied since the
+	// last checkpoint, caughtUp says it finished (exactly once: the next
+	// checkpoint ends the run).
+	takeover *takeover
+	mu       sync.Mutex
+	caught   int
+	caughtUp bool
 	// OnCommit, when not nil, is told what each checkpoint wrote, once
 	// it committed, on the goroutine calling Commit.
 	OnCommit func(CommitStats)
@@ -204,6 +216,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			if su.StandbyTasks != nil {
 				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
+			ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
 		} else {
@@ -219,6 +232,15 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		}
 	}
 	settings := &engine.Checkpointing{Interval: c.Interval, Commit: ck.Commit}
+	if tk := ck.takeover; tk != nil {
+		settings.Soon = tk.soon
+		tk.start()
+		closeChangelog := close
+		close = func() {
+			tk.stop()
+			closeChangelog()
+		}
+	}
 	if len(meta.Engine) > 0 {
 		cp, err := engine.UnmarshalCheckpoint(meta.Engine)
 		if err != nil {
@@ -326,10 +348,11 @@ type restorer struct {
 	// transactions, whose commit a reader may see reach one partition
 	// before another; replay then waits for it to reach them all.
 	exactlyOnce bool
-	progress    func(kafka.ReplayProgress) // nil for none
-	only        []int32                    // the tasks of a run sharing its group by task, or nil for every one
-	budget      time.Duration              // how long a pass may read (0: to the end); a standby's
-	tasksTopic  string                     // the topic whose partitions those tasks are ("": the one input topic)
+	progress    func(kafka.ReplayProgress)   // nil for none
+	only        []int32                      // the tasks of a run sharing its group by task, or nil for every one
+	budget      time.Duration                // how long a pass may read (0: to the end); a standby's
+	apply       func([]state.Mutation) error // applies a batch of changes (nil: the store's Apply)
+	tasksTopic  string                       // the topic whose partitions those tasks are ("": the one input topic)
 	log         *slog.Logger
 }
 
@@ -389,8 +412,12 @@ func (r restorer) replay(ctx context.Context, meta *Meta) (kafka.ReplayResult, e
 // r.budget.
 func (r restorer) pass(ctx context.Context, from []int64) (kafka.ReplayResult, error) {
 	var muts []state.Mutation
+	apply := r.apply
+	if apply == nil {
+		apply = r.store.Apply
+	}
 	flush := func() error {
-		err := r.store.Apply(muts)
+		err := apply(muts)
 		clear(muts)
 		muts = muts[:0]
 		return err
@@ -531,7 +558,11 @@ func (ck *Coordinator) commit(ctx context.Context, cp *engine.Checkpoint, stats 
 			owned = []int32{}
 		}
 	}
-	warmed := ck.standbys.warm(ctx, ck.offsets, owned, ck.keepMarker)
+	ck.mu.Lock()
+	defer ck.mu.Unlock()
+	warmed := ck.standbys.warm(ctx, ck.offsets, append(slices.Clone(owned), ck.Tasks.Pending()...), ck.keepMarker)
+	warmed += ck.caught
+	ck.caught = 0
 	meta.TaskMarkers = ck.taskMarkers
 	b, _ = json.Marshal(meta)
 	if err := ck.Store.Prepare(b); err != nil {
@@ -576,5 +607,11 @@ func (ck *Coordinator) commit(ctx context.Context, cp *engine.Checkpoint, stats 
 		}
 	}
 	ck.Logger.Debug("checkpoint", "epoch", cp.Epoch, "changelog_offsets", next, "took", time.Since(start))
+	if ck.caughtUp {
+		// The tasks the run was given are current, and this checkpoint
+		// recorded it: the run ends, and the next takes them on.
+		ck.caughtUp = false
+		ck.Tasks.CaughtUp()
+	}
 	return nil
 }

@@ -298,7 +298,7 @@ type standbys struct {
 // offsets on and keeps the last marker each showed, returning how many
 // changes it applied. Failures are
 // logged: the copies stay where they were, and the next pass tries again.
-func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, keep func(p int32, marker []byte)) int {
+func (s *standbys) warm(ctx context.Context, offsets []int64, skip []int32, keep func(p int32, marker []byte)) int {
 	if s == nil || time.Since(s.last) < standbyEvery {
 		return 0
 	}
@@ -308,7 +308,7 @@ func (s *standbys) warm(ctx context.Context, offsets []int64, owned []int32, kee
 		s.r.log.Warn("standby tasks: asking the group who owns what failed; trying again", "error", err)
 		return 0
 	}
-	tasks = slices.DeleteFunc(tasks, func(p int32) bool { return slices.Contains(owned, p) || int(p) >= len(offsets) })
+	tasks = slices.DeleteFunc(tasks, func(p int32) bool { return slices.Contains(skip, p) || int(p) >= len(offsets) })
 	if len(tasks) == 0 {
 		if s.warmed != nil {
 			s.warmed(nil) // no copies: none to declare warm

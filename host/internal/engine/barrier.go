@@ -14,6 +14,7 @@ type checkpointer struct {
 	r       *runner
 	t       *time.Timer
 	timer   <-chan time.Time // nil without checkpoints on an interval
+	soon    <-chan struct{}  // Checkpointing.Soon, or nil without checkpoints on an interval
 	pending bool             // a checkpoint was requested and is not yet taken
 	asked   time.Time        // when the pending checkpoint was requested
 	paused  []bool           // by source: at the pending checkpoint's barrier
@@ -26,8 +27,19 @@ func (r *runner) newCheckpointer() *checkpointer {
 	if r.ck != nil && r.ck.Interval > 0 {
 		c.t = time.NewTimer(r.ck.Interval)
 		c.timer = c.t.C
+		c.soon = r.ck.Soon
 	}
 	return c
+}
+
+// requestSoon starts a checkpoint now, unless one is pending: the next
+// on the interval is timed from its end.
+func (c *checkpointer) requestSoon() {
+	if c.pending {
+		return
+	}
+	c.t.Stop()
+	c.request()
 }
 
 func (c *checkpointer) stop() {

@@ -26,6 +26,10 @@ type Checkpointing struct {
 	Commit func(ctx context.Context, cp *Checkpoint) error
 	// Restore is the checkpoint the run continues from, or nil.
 	Restore *Checkpoint
+	// Soon, when not nil, starts a checkpoint at once, not waiting for
+	// Interval, each time it yields (unless one is under way); ignored
+	// when Interval is 0.
+	Soon <-chan struct{}
 }
 
 // Checkpoint is what a run records at a checkpoint, besides the operators'

@@ -374,3 +374,35 @@ func TestCheckpointFit(t *testing.T) {
 		})
 	}
 }
+
+// Checkpointing.Soon starts a checkpoint at once, long before the
+// interval is up, each time it yields.
+func TestCheckpointSoon(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	soon := make(chan struct{})
+	committed := make(chan uint64, 10)
+	p := &Pipeline{
+		Sources: []Source{&idleSource{}},
+		Sinks:   []Sink{&memSink{}},
+		Checkpointing: &Checkpointing{Interval: time.Hour, Soon: soon, Commit: func(_ context.Context, cp *Checkpoint) error {
+			committed <- cp.Epoch
+			return nil
+		}},
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Run(ctx)
+		done <- err
+	}()
+	for want := uint64(1); want <= 3; want++ {
+		soon <- struct{}{}
+		if got := <-committed; got != want {
+			t.Fatalf("checkpoint %d after asking, want %d", got, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

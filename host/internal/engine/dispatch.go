@@ -60,6 +60,8 @@ func (r *runner) dispatch() {
 			}
 		case <-d.ck.timer:
 			d.ck.request()
+		case <-d.ck.soon:
+			d.ck.requestSoon()
 		}
 	}
 }

@@ -572,6 +572,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		return fail("%v", err)
 	}
 	if cfg.Tasks != nil {
+		cfg.Tasks.setWake(s.wakeRun)
 		cfg.Tasks.setProbe(func(warmups []int32) {
 			s.log.Info("kafka source: warm-up copies are caught up with the changelog; asking the group to rebalance, so that their tasks move here",
 				"source", s.name, "group", s.group, "warmups", warmups)
@@ -752,6 +753,11 @@ func (r *sourceRun) takeAssignment() error {
 	announce := s.assigned
 	s.assigned = nil
 	notSole := s.notSole
+	if s.tasks != nil && s.tasks.catchingUp() {
+		// Partitions the group gave the instance wait for the next run,
+		// which restores their tasks.
+		announce = slices.DeleteFunc(announce, func(tp srcTP) bool { return !s.theRuns(tp) })
+	}
 	from := make([]int64, len(announce))
 	for i := range from {
 		from[i] = engine.NoWatermark
@@ -772,7 +778,7 @@ func (r *sourceRun) takeAssignment() error {
 		s.cl.AllowRebalance()
 		return notSole
 	}
-	if s.tasks != nil && s.tasks.Moved() {
+	if s.tasks != nil && s.tasks.Moved() && !s.tasks.catchingUp() {
 		s.cl.AllowRebalance()
 		if !s.tasks.Lost() && s.tasks.stopRun() {
 			// Only gained tasks: the run stops, drains and takes its

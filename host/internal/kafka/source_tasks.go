@@ -144,14 +144,39 @@ func (s *Source) moveTasks() {
 	if !s.tasks.moveTo(held, inputs) {
 		return
 	}
-	s.log.Info("kafka source: the consumer group moved tasks; the run rolls back to its last checkpoint and starts again for its tasks",
-		"group", s.group, "tasks", held)
+	catching := s.tasks.catchingUp()
+	if catching {
+		s.log.Info("kafka source: the consumer group gave this instance tasks; the run goes on with its own while their state catches up, "+
+			"and their partitions wait", "group", s.group, "tasks", held, "new", s.tasks.Pending())
+	} else {
+		s.log.Info("kafka source: the consumer group moved tasks; the run rolls back to its last checkpoint and starts again for its tasks",
+			"group", s.group, "tasks", held)
+	}
 	s.mu.Lock()
 	s.closeGateLocked()
+	if s.wake != nil && !catching {
+		s.wake()
+	}
+	s.mu.Unlock()
+}
+
+// wakeRun wakes Run from its poll, to end the run (Tasks.CaughtUp).
+func (s *Source) wakeRun() {
+	s.mu.Lock()
 	if s.wake != nil {
 		s.wake()
 	}
 	s.mu.Unlock()
+}
+
+// theRuns reports whether the run began with partition tp (Tasks.runs):
+// partitions the group gave the instance while the run catches up with
+// their tasks wait for the next run.
+func (s *Source) theRuns(tp srcTP) bool {
+	if tp.topic == s.tasksTopic() {
+		return s.tasks.runs(true, tp.partition)
+	}
+	return s.tasks.runs(false, s.upstreamID(tp))
 }
 
 // ownedTasks returns, for a source sharing its group by task among more

@@ -25,8 +25,11 @@ import (
 // ErrTasksChanged: the run is rolled back to its last checkpoint and built
 // again for the tasks it now owns, restoring those new to it from their
 // changelog partitions, while its Source keeps its place in the group. A
-// move that only gives it tasks stops the run at a final checkpoint
-// instead, when SetStop gave a way to (at least once).
+// move that only gives it tasks lets the run go on with its own while the
+// new ones' state catches up in the background (SetCatchUp), their
+// partitions waiting; then, or at once without a catch-up, it stops the
+// run at a final checkpoint when SetStop gave a way to (at least once),
+// and otherwise ends it with ErrTasksChanged.
 
 // ErrTasksChanged ends a run whose tasks the consumer group moved: it
 // gained or lost input partitions since it began. The run must roll back
@@ -62,6 +65,12 @@ type Tasks struct {
 	warm                []int32
 	warmups             []int32               // tasks warmed up to take over (warmupTasks)
 	probe               func(warmups []int32) // asks the group to rebalance
+	// catchUp, when set (SetCatchUp), is told of tasks the group gave
+	// the run, which then goes on while their state is brought up to
+	// date in the background; catching is set from then until CaughtUp.
+	catchUp  func()
+	catching bool
+	wake     func() // wakes the source's Run, which ends the run (setWake)
 }
 
 // SetWarm records the tasks not owned whose state the instance's store
@@ -114,7 +123,7 @@ func NewTasks(exactlyOnce bool) *Tasks { return &Tasks{exact: exactlyOnce} }
 func (t *Tasks) Begin() []int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.moved, t.lost = false, false
+	t.moved, t.lost, t.catching = false, false, false
 	t.begun = slices.Clone(t.owned)
 	t.begunInputs = slices.Clone(t.inputs)
 	return t.begun
@@ -268,7 +277,91 @@ func (t *Tasks) moveTo(held, inputs []int32) bool {
 	for _, p := range t.begunInputs {
 		t.lost = t.lost || !slices.Contains(inputs, p)
 	}
+	t.catching = !t.lost && t.catchUp != nil && len(t.pendingLocked()) > 0
+	if t.catching {
+		t.catchUp()
+	}
 	return true
+}
+
+// SetCatchUp sets what is told when the group gives the run tasks and
+// takes none away: instead of ending at once, the run goes on with its
+// own tasks while the new ones' state is brought up to date from their
+// changelog partitions in the background (Pending), and ends, to start
+// again with them, once CaughtUp is called; their input partitions wait
+// meanwhile. catchUp must not block.
+func (t *Tasks) SetCatchUp(catchUp func()) {
+	t.mu.Lock()
+	t.catchUp = catchUp
+	t.mu.Unlock()
+}
+
+// Pending returns the tasks the group gave the instance since the run
+// began, while the run catches up with them (SetCatchUp), sorted; nil
+// otherwise, and for a nil set (a run not sharing its group by task).
+func (t *Tasks) Pending() []int32 {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.catching {
+		return nil
+	}
+	return t.pendingLocked()
+}
+
+// pendingLocked returns the tasks owned and not the run's. Call with mu
+// held.
+func (t *Tasks) pendingLocked() []int32 {
+	var out []int32
+	for _, p := range t.owned {
+		if !slices.Contains(t.begun, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// catchingUp reports whether the run goes on while it catches up with
+// tasks it was given (SetCatchUp).
+func (t *Tasks) catchingUp() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.catching
+}
+
+// CaughtUp ends the catching up with tasks the run was given
+// (SetCatchUp), their state now up to date: the run ends, as for any
+// move, and the next takes them on, replaying only what their changelog
+// partitions gained since.
+func (t *Tasks) CaughtUp() {
+	t.mu.Lock()
+	was := t.catching
+	t.catching = false
+	wake := t.wake
+	t.mu.Unlock()
+	if was && wake != nil {
+		wake()
+	}
+}
+
+// runs reports whether the run began owning a partition of the tasks'
+// topic (task) or, when task is false, the input partition id.
+func (t *Tasks) runs(task bool, id int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if task {
+		return slices.Contains(t.begun, id)
+	}
+	return slices.Contains(t.begunInputs, id)
+}
+
+// setWake sets what wakes the source's Run (CaughtUp).
+func (t *Tasks) setWake(wake func()) {
+	t.mu.Lock()
+	t.wake = wake
+	t.mu.Unlock()
 }
 
 // StandbyTasks returns the tasks this member of the source's group keeps

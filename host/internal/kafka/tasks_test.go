@@ -131,3 +131,58 @@ func TestStandbyTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksCatchUp checks the catching up with tasks a run is given:
+// with a catch-up set, a move that only gives tasks is told to it and
+// leaves the run going (Pending lists the new tasks, the source's
+// partitions of them wait) until CaughtUp wakes the run; a move that
+// takes one of the run's tasks ends the catching up; without a catch-up
+// set, gains end the run as before.
+func TestTasksCatchUp(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		catchUp  bool
+		moves    [][]int32 // owned after each move, the run having begun with [0 1]
+		catching bool
+		pending  string
+		told     int
+	}{
+		{name: "gained a task", catchUp: true, moves: [][]int32{{0, 1, 4}}, catching: true, pending: "[4]", told: 1},
+		{name: "gained twice", catchUp: true, moves: [][]int32{{0, 1, 4}, {0, 1, 4, 2}}, catching: true, pending: "[2 4]", told: 2},
+		{name: "gained then lost a new one", catchUp: true, moves: [][]int32{{0, 1, 4, 2}, {0, 1, 2}}, catching: true, pending: "[2]", told: 2},
+		{name: "gained, then lost one of the run's", catchUp: true, moves: [][]int32{{0, 1, 4}, {0, 4}}, pending: "[]", told: 1},
+		{name: "lost one of the run's", catchUp: true, moves: [][]int32{{1}}, pending: "[]"},
+		{name: "no catch-up set", moves: [][]int32{{0, 1, 4}}, pending: "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := NewTasks(true)
+			ts.moveTo([]int32{0, 1}, nil)
+			told, woken := 0, 0
+			if tc.catchUp {
+				ts.SetCatchUp(func() { told++ })
+			}
+			ts.setWake(func() { woken++ })
+			ts.Begin()
+			for _, m := range tc.moves {
+				ts.moveTo(m, nil)
+			}
+			if ts.catchingUp() != tc.catching || fmt.Sprint(ts.Pending()) != tc.pending || told != tc.told {
+				t.Fatalf("catching %v, pending %v, told %d times; want %v, %s, %d", ts.catchingUp(), ts.Pending(), told, tc.catching, tc.pending, tc.told)
+			}
+			if !ts.runs(true, 0) || ts.runs(true, 4) {
+				t.Errorf("runs(0) %v, runs(4) %v: want the run's own tasks only", ts.runs(true, 0), ts.runs(true, 4))
+			}
+			ts.CaughtUp()
+			if want := map[bool]int{true: 1}[tc.catching]; woken != want {
+				t.Errorf("CaughtUp woke the run %d times, want %d", woken, want)
+			}
+			if ts.catchingUp() || ts.Pending() != nil {
+				t.Errorf("still catching up after CaughtUp: pending %v", ts.Pending())
+			}
+			ts.Begin()
+			if fmt.Sprint(ts.Begun()) != fmt.Sprint(tc.moves[len(tc.moves)-1]) {
+				t.Errorf("the next run begins with %v, want %v", ts.Begun(), tc.moves[len(tc.moves)-1])
+			}
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package exactlyonce_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weir-stream/weir/cmd/weir/weirtest"
+)
+
+// TestSharedTakeoverGoesOn runs pipeline-shared.yaml as two instances,
+// exactly once and without standby replicas, and SIGKILLs one once they
+// share the tasks, while a transaction stays open on its tasks'
+// changelog partitions, as one a dead owner left open mid-checkpoint
+// does until the brokers abort it. When the killed instance's session
+// times out, the survivor is given its tasks: it must go on processing
+// its own (its source reads the last third of the stream, released
+// then) while it catches up with the new tasks in the background, which
+// waits for the open transaction. Once the transaction is aborted, it
+// catches up and starts again with every task, replaying at the switch
+// less than a quarter of the changelog, and the read_committed output is
+// the reference exactly.
+func TestSharedTakeoverGoesOn(t *testing.T) {
+	t.Parallel()
+	r := newSharedRig(t, 7, true)
+	start := func(name string) *sharedInstance { return r.start(t, name, "takeover-", "pipeline-shared.yaml") }
+	a, bb := start("a"), start("b")
+	for _, in := range []*sharedInstance{a, bb} {
+		in.waitRead(t, "both instances reading")
+	}
+	waitShared(t, "a and b to share every task", a, bb)
+	const changelog = "sensor-sums-shared-changelog"
+	held := holdOpen(t, r.b.Addrs(), changelog, weirtest.OwnedTasks(bb.admin))
+	const catching, waiting, caught = "catching up with their changelog partitions while the run goes on with its own",
+		"waiting for the transactions open on the partitions to end", "caught up with their changelog partitions"
+	before := strings.Count(readLog(a.p), catching)
+	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bb.p.Done
+	killed := time.Now()
+	weirtest.PollUntil(t, 60*time.Second, "a to catch up with b's tasks beside its own, waiting for the open transaction", func() bool {
+		log := readLog(a.p)
+		i := nthIndex(log, catching, before)
+		return i >= 0 && strings.Contains(log[i:], waiting)
+	})
+	began := time.Since(killed)
+	r.release()
+	from := sourceRecords(a.admin)
+	weirtest.PollUntil(t, 60*time.Second, "a's source to read records of its own tasks while it catches up", func() bool {
+		return sourceRecords(a.admin) > from
+	})
+	caughtBefore := strings.Count(readLog(a.p), caught)
+	if err := held.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	aborted := time.Since(killed)
+	var line string
+	weirtest.PollUntil(t, 60*time.Second, "a to catch up and start again with every task", func() bool {
+		log := readLog(a.p)
+		i := nthIndex(log, caught, caughtBefore)
+		if i < 0 {
+			return false
+		}
+		for _, l := range strings.Split(log[i:], "\n") {
+			if strings.Contains(l, `msg="tasks restored from the changelog"`) && strings.Contains(l, fmt.Sprintf("tasks=%q", allTasks(sharedPartitions))) {
+				line = l
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("after the kill: catching up from %.1f s, the open transaction aborted at %.1f s, running with every task at %.1f s",
+		began.Seconds(), aborted.Seconds(), time.Since(killed).Seconds())
+	got := consumeUntil(t, r.b.Addrs(), r.want, true, a.p.Done)
+	replayed := logInt(t, line, "changes")
+	total := changelogChangesOf(t, r.b.Addrs(), changelog)
+	t.Logf("the switch replayed %d changes; the changelog holds %d", replayed, total)
+	if replayed*4 >= total {
+		t.Errorf("the switch replayed %d of the changelog's %d changes: more than its tail", replayed, total)
+	}
+	if err := a.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-a.p.Done; err != nil {
+		t.Errorf("a did not stop cleanly: %v", err)
+	}
+	checkResults(t, got, r.want, true)
+}
+
+// holdOpen begins a transaction that writes a record to each of the
+// partitions of topic and leaves it open, for the caller to end.
+func holdOpen(t *testing.T, addrs []string, topic string, partitions []int32) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.TransactionalID("held-open"), kgo.TransactionTimeout(time.Minute),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partitions {
+		rec := &kgo.Record{Topic: topic, Partition: p, Key: []byte("held-open"), Value: []byte("never committed")}
+		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cl
+}
+
+// nthIndex returns the index of occurrence n of sub in s, counting
+// from 0, or -1 if there are not that many.
+func nthIndex(s, sub string, n int) int {
+	at := 0
+	for range n {
+		i := strings.Index(s[at:], sub)
+		if i < 0 {
+			return -1
+		}
+		at += i + len(sub)
+	}
+	i := strings.Index(s[at:], sub)
+	if i < 0 {
+		return -1
+	}
+	return at + i
+}
