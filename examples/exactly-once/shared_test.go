@@ -480,19 +480,34 @@ func TestSharedStandbyReplica(t *testing.T) {
 	})
 	t.Logf("%.1f s after the kill: %s", time.Since(killed).Seconds(), line[strings.Index(line, "msg="):])
 	got := consumeUntil(t, b.Addrs(), want, true, a.p.Done)
+	checkTail(t, b.Addrs(), "sensor-sums-shared-changelog", line)
+	stopCleanly(t, "a", a.p)
+	checkResults(t, got, want, true)
+}
+
+// checkTail fails the test when the restore logged in line replayed a
+// quarter or more of the changes the changelog holds: taking over from a
+// current copy replays only the changelog's tail.
+func checkTail(t *testing.T, addrs []string, changelog, line string) {
+	t.Helper()
 	replayed := logInt(t, line, "changes")
-	total := changelogChangesOf(t, b.Addrs(), "sensor-sums-shared-changelog")
+	total := changelogChangesOf(t, addrs, changelog)
 	t.Logf("the takeover replayed %d changes; the changelog holds %d", replayed, total)
 	if replayed*4 >= total {
 		t.Errorf("the takeover replayed %d of the changelog's %d changes: more than its tail", replayed, total)
 	}
-	if err := a.p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+}
+
+// stopCleanly stops instance name with SIGTERM and fails the test unless
+// it exits cleanly.
+func stopCleanly(t *testing.T, name string, p *weirProc) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-a.p.Done; err != nil {
-		t.Errorf("a did not stop cleanly: %v", err)
+	if err := <-p.Done; err != nil {
+		t.Errorf("instance %s did not stop cleanly: %v", name, err)
 	}
-	checkResults(t, got, want, true)
 }
 
 // readLog returns what p logged so far.
