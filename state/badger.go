@@ -687,22 +687,7 @@ func (b *Badger) Apply(muts []Mutation) error {
 	b.written.Writes += int64(len(muts))
 	b.written.Bytes += raw
 	if size > b.capacity {
-		if err := b.writeDB(len(muts), size, func(yield func(key, val []byte, del bool) error) error {
-			for _, m := range muts {
-				if err := yield(m.Key, m.Value, m.Delete); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, m := range muts {
-			if e, ok := b.entries[string(m.Key)]; ok {
-				b.remove(e)
-			}
-		}
-		return nil
+		return b.writeThroughLocked(muts, size)
 	}
 	if err := b.makeRoom(size); err != nil {
 		return err
@@ -721,6 +706,69 @@ func (b *Badger) Apply(muts []Mutation) error {
 		b.insert(e)
 	}
 	return nil
+}
+
+// writeThroughLocked writes muts, of size bytes in the cache's measure,
+// straight to badger at the current version, dropping the keys from the
+// cache. Call with b.mu held.
+func (b *Badger) writeThroughLocked(muts []Mutation, size int64) error {
+	return b.writeAtLocked(b.ver, muts, size)
+}
+
+// writeAtLocked is writeThroughLocked at version ver. Call with b.mu
+// held.
+func (b *Badger) writeAtLocked(ver uint64, muts []Mutation, size int64) error {
+	if err := b.writeDB(ver, len(muts), size, func(yield func(key, val []byte, del bool) error) error {
+		for _, m := range muts {
+			if err := yield(m.Key, m.Value, m.Delete); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, m := range muts {
+		if e, ok := b.entries[string(m.Key)]; ok {
+			b.remove(e)
+		}
+	}
+	return nil
+}
+
+// ApplyCommitted writes a batch into the last committed checkpoint, for
+// bulk writes of keys that nothing reads or writes meanwhile, and that a
+// rollback need not undo because writing them again gives the same
+// state (a replay of a changelog into keys not in use, as a task's
+// catching up does). The batch goes straight to badger, at the committed
+// checkpoint's version: Changes does not list it, Rollback and a reopen
+// after a crash keep it, and the cache is left to the keys in use,
+// losing any of the batch's. A later write of one of its keys, by Apply
+// or ApplyCommitted after the next checkpoint, shadows it as usual. It
+// may be called at any time, between Prepare and Commit too. Without a
+// committed checkpoint it is Apply without the cache.
+func (b *Badger) ApplyCommitted(muts []Mutation) error {
+	var size int64
+	for i := range muts {
+		m := &muts[i]
+		if err := b.checkMutation(m); err != nil {
+			return err
+		}
+		size += entrySize(len(m.Key), len(m.Value))
+	}
+	if len(muts) == 0 {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	ver := b.ver
+	if b.hasCommitted {
+		ver = b.committed.Version
+	}
+	return b.writeAtLocked(ver, muts, size)
 }
 
 func (b *Badger) checkMutation(m *Mutation) error {
@@ -742,14 +790,14 @@ func (b *Badger) checkMutation(m *Mutation) error {
 // writeDB writes n entries of about size bytes, produced by each, to badger
 // in one transaction, or with a WriteBatch (several transactions) if they are
 // too big for one. Call with b.mu held.
-func (b *Badger) writeDB(n int, size int64, each func(yield func(key, val []byte, del bool) error) error) error {
+func (b *Badger) writeDB(ver uint64, n int, size int64, each func(yield func(key, val []byte, del bool) error) error) error {
 	if n == 0 {
 		return nil
 	}
 	b.writeSeq++
 	err := badger.ErrTxnTooBig
 	if size <= b.maxTxn {
-		txn := b.db.NewTransactionAt(b.ver, true)
+		txn := b.db.NewTransactionAt(ver, true)
 		err = each(func(key, val []byte, del bool) error {
 			if del {
 				return txn.Delete(key)
@@ -757,12 +805,12 @@ func (b *Badger) writeDB(n int, size int64, each func(yield func(key, val []byte
 			return txn.Set(key, val)
 		})
 		if err == nil {
-			err = txn.CommitAt(b.ver, nil)
+			err = txn.CommitAt(ver, nil)
 		}
 		txn.Discard()
 	}
 	if errors.Is(err, badger.ErrTxnTooBig) {
-		wb := b.db.NewWriteBatchAt(b.ver)
+		wb := b.db.NewWriteBatchAt(ver)
 		defer wb.Cancel()
 		err = each(func(key, val []byte, del bool) error {
 			// WriteBatch keeps the slices until it commits; ours may
@@ -806,7 +854,7 @@ func (b *Badger) makeRoom(need int64) error {
 			dirtyBytes += e.size()
 		}
 	}
-	if err := b.writeDB(dirty, dirtyBytes, func(yield func(key, val []byte, del bool) error) error {
+	if err := b.writeDB(b.ver, dirty, dirtyBytes, func(yield func(key, val []byte, del bool) error) error {
 		for _, e := range victims {
 			if e.dirty {
 				if err := yield([]byte(e.key), e.val, e.del); err != nil {
@@ -844,7 +892,7 @@ func (b *Badger) flushLocked() error {
 			size += e.size()
 		}
 	}
-	if err := b.writeDB(b.dirty, size, func(yield func(key, val []byte, del bool) error) error {
+	if err := b.writeDB(b.ver, b.dirty, size, func(yield func(key, val []byte, del bool) error) error {
 		for e := b.head; e != nil; e = e.next {
 			if e.dirty {
 				if err := yield([]byte(e.key), e.val, e.del); err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -386,5 +387,113 @@ func TestBadgerCrashBeforeFirstCheckpoint(t *testing.T) {
 	sameState(t, snapshot(t, b), kept)
 	if err := (&Badger{}).Rollback(); err == nil {
 		t.Error("Rollback of a store without a checkpoint succeeded")
+	}
+}
+
+// TestApplyCommitted checks writes into the last committed checkpoint
+// against a model, over generated rounds: the run's own keys follow
+// Apply, checkpoints and rollbacks; the keys written by ApplyCommitted
+// (sets, deletes and rewrites, within one checkpoint and across them)
+// keep their last value through rollbacks, reopens and badger's
+// compaction, never appear in Changes, and once a later epoch writes
+// one with Apply, a rollback of that epoch brings the committed value
+// back.
+func TestApplyCommitted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	dir := t.TempDir()
+	b := openCheckpointed(t, dir, 2048) // a small cache: own keys are evicted too
+	defer func() { b.Close() }()
+	committed := map[string]string{} // the state as of the last checkpoint
+	model := map[string]string{}     // the state now
+	set := func(m map[string]string, muts []Mutation) {
+		for _, mu := range muts {
+			if mu.Delete {
+				delete(m, string(mu.Key))
+			} else {
+				m[string(mu.Key)] = string(mu.Value)
+			}
+		}
+	}
+	batch := func(prefix string, n int) []Mutation {
+		var muts []Mutation
+		for range n {
+			k := fmt.Sprintf("%s-%03d", prefix, rng.IntN(200))
+			if rng.IntN(5) == 0 {
+				muts = append(muts, Mutation{Key: []byte(k), Delete: true})
+			} else {
+				muts = append(muts, Mutation{Key: []byte(k), Value: fmt.Appendf(nil, "v%d", rng.Uint32())})
+			}
+		}
+		return muts
+	}
+	for round := range 300 {
+		switch op := rng.IntN(10); {
+		case op < 3:
+			muts := batch("own", 1+rng.IntN(20))
+			if err := b.Apply(muts); err != nil {
+				t.Fatal(err)
+			}
+			set(model, muts)
+		case op < 6:
+			muts := batch("caught", 1+rng.IntN(50))
+			if err := b.ApplyCommitted(muts); err != nil {
+				t.Fatal(err)
+			}
+			set(model, muts)
+			set(committed, muts)
+		case op < 7 && round > 150:
+			// A later owner writes caught-up keys in its own epoch.
+			muts := batch("caught", 1+rng.IntN(10))
+			if err := b.Apply(muts); err != nil {
+				t.Fatal(err)
+			}
+			set(model, muts)
+		case op < 8:
+			if err := b.Prepare(nil); err != nil {
+				t.Fatal(err)
+			}
+			if rng.IntN(2) == 0 {
+				muts := batch("caught", 1+rng.IntN(20))
+				if err := b.ApplyCommitted(muts); err != nil {
+					t.Fatal(err)
+				}
+				set(model, muts)
+				set(committed, muts)
+			}
+			if err := b.Changes(func(k, _ []byte, _ bool) error {
+				if string(k[:6]) == "caught" && round <= 150 {
+					return fmt.Errorf("Changes listed %q, written by ApplyCommitted", k)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(nil); err != nil {
+				t.Fatal(err)
+			}
+			committed = maps.Clone(model)
+		case op < 9:
+			if err := b.Rollback(); err != nil && !errors.Is(err, ErrNoCheckpoint) {
+				t.Fatal(err)
+			} else if err == nil {
+				model = maps.Clone(committed)
+			}
+		default:
+			if err := b.db.Flatten(1); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			b = openCheckpointed(t, dir, 2048)
+			model = maps.Clone(committed) // a reopen rolls back to the last checkpoint
+		}
+		got := snapshot(t, b)
+		if !maps.Equal(got, model) {
+			for k, v := range model {
+				if got[k] != v {
+					t.Fatalf("round %d: %s = %q, want %q", round, k, got[k], v)
+				}
+			}
+			t.Fatalf("round %d: %d keys, want %d", round, len(got), len(model))
+		}
 	}
 }

@@ -75,11 +75,12 @@ type Coordinator struct {
 	taskMarkers map[int32]json.RawMessage
 	// takeover, for a run sharing its group by task, catches up with the
 	// tasks the group gives it (see takeover.go). mu guards offsets,
-	// taskMarkers, caught and caughtUp against it, and keeps its writes
-	// out of a checkpoint's, which holds mu from its standby pass to the
-	// store's commit; caught counts the changes it applied since the
-	// last checkpoint, caughtUp says it finished (exactly once: the next
-	// checkpoint ends the run).
+	// taskMarkers, caught and caughtUp against it; a checkpoint holds it
+	// from its standby pass to the store's commit. caught counts the
+	// changes it applied in the run's epoch since the last checkpoint
+	// (with a store that cannot write into the committed checkpoint);
+	// caughtUp says it finished (exactly once: the next checkpoint ends
+	// the run).
 	takeover *takeover
 	mu       sync.Mutex
 	caught   int

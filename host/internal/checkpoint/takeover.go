@@ -20,12 +20,15 @@ import (
 // the little their partitions gained since. Without this, every task of
 // the instance would pause for the whole replay.
 //
-// The replay writes into the store between the run's checkpoints, under
-// the Coordinator's mutex, which a checkpoint holds from its standby pass
-// to the store's commit: nothing is applied between the store's Prepare
-// and Commit, and the offsets and markers a checkpoint records for those
-// tasks are the ones the replay reached when it last finished a pass. A
-// checkpoint may so record a task's state ahead of its offset, never
+// The replay writes into the store's last committed checkpoint
+// (state.Badger.ApplyCommitted): past the cache, which stays the run's,
+// and out of the changes the run's next checkpoint lists and writes to the
+// changelog, so that the run's checkpoints do not pay for it; a rollback
+// keeps it. (A store that cannot takes the writes in the run's epoch,
+// under the Coordinator's mutex, which a checkpoint holds from its
+// standby pass to the store's commit.) The offsets and markers a checkpoint records for those tasks
+// are the ones the replay reached when it last finished a pass, so the
+// store's state of a task may be ahead of its recorded offset, never
 // behind: replaying a changelog partition again from an earlier offset
 // applies the same changes in the same order, and ends in the same state.
 
@@ -47,6 +50,10 @@ type takeover struct {
 
 func newTakeover(ck *Coordinator, r restorer, tasks *kafka.Tasks) *takeover {
 	tk := &takeover{ck: ck, r: r, tasks: tasks, signal: make(chan struct{}, 1), soon: make(chan struct{}, 1)}
+	if c, ok := r.store.(committedApplier); ok {
+		tk.r.apply = c.ApplyCommitted
+		return tk
+	}
 	tk.r.apply = func(muts []state.Mutation) error {
 		ck.mu.Lock()
 		defer ck.mu.Unlock()
@@ -54,6 +61,12 @@ func newTakeover(ck *Coordinator, r restorer, tasks *kafka.Tasks) *takeover {
 		return r.store.Apply(muts)
 	}
 	return tk
+}
+
+// committedApplier is a store that can write a batch into its last
+// committed checkpoint (state.Badger.ApplyCommitted).
+type committedApplier interface {
+	ApplyCommitted(muts []state.Mutation) error
 }
 
 // start starts catching up with gains (kafka.Tasks.SetCatchUp).
