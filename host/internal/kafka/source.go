@@ -356,6 +356,10 @@ type Source struct {
 	// (guarded by mu): where a rolled back run rewinds a partition that
 	// no checkpoint or commit covers.
 	firstPolled map[srcTP]int64
+	// waiting is the partitions of tasks a run catches up with whose
+	// records a poll brought anyway, paused until the next run (guarded
+	// by mu; see holdBack).
+	waiting map[string][]int32
 	// held is the partitions the group assigns the source now (guarded by
 	// mu): none before it joins, or while other members hold them all.
 	held           map[srcTP]struct{}
@@ -712,9 +716,11 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		return true, fatal
 	}
 	hurried := false
+	hold := r.holding()
 	for it := fs.RecordIter(); !it.Done(); {
 		if r.stopped.Load() {
 			r.putBack(it)
+			r.holdBack(hold)
 			return true, r.finish()
 		}
 		if r.hurried() {
@@ -725,10 +731,15 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 			s.log.Debug("kafka source: a rebalance waits for the poll; the records not yet handed out are read again after it", "group", s.group)
 			break
 		}
-		if err := r.hand(it.Next()); err != nil {
+		kr := it.Next()
+		if hold != nil && hold.skip(kr) {
+			continue
+		}
+		if err := r.hand(kr); err != nil {
 			return true, err
 		}
 	}
+	r.holdBack(hold)
 	if err := r.finish(); err != nil {
 		return true, err
 	}

@@ -65,6 +65,7 @@ func (s *Source) closeGateLocked() {
 // polled since they were assigned; and they are announced to the new
 // run's pipeline.
 func (s *Source) rewind() {
+	defer s.resumeWaiting()
 	s.mu.Lock()
 	s.parts = make(map[srcTP]*srcPart)
 	s.assigned = s.assigned[:0]
@@ -221,4 +222,78 @@ func (r *sourceRun) foreignTask(kr *kgo.Record) string {
 		"the topic is not partitioned by record key as Kafka's default partitioner (murmur2) places keys, "+
 		"so this record cannot reach its key's state; produce the topic by key, or run a single instance",
 		kr.Topic, kr.Partition, kr.Offset, t, len(r.owned))
+}
+
+// A run catching up with tasks it was given does not read their
+// partitions: they wait at the restore gate (adjustOffsets) until the
+// next run. A gain made before the run's Run opened the gate lets the
+// client fetch them anyway; their records are then held back, never
+// handed out, the client is moved back to the first of them and the
+// partitions are paused, until the next run rewinds and resumes them.
+
+// heldBack is, during one poll of a run catching up with tasks, the
+// first offset polled of each partition whose records it holds back.
+type heldBack struct {
+	s     *Source
+	first map[string]map[int32]kgo.EpochOffset
+}
+
+// holding returns what holds records back in this poll, or nil when the
+// run catches up with no tasks.
+func (r *sourceRun) holding() *heldBack {
+	if r.s.tasks == nil || !r.s.tasks.catchingUp() {
+		return nil
+	}
+	return &heldBack{s: r.s, first: map[string]map[int32]kgo.EpochOffset{}}
+}
+
+// skip reports whether kr is of a partition the run does not read (it
+// did not begin with it), noting the first such record of each.
+func (h *heldBack) skip(kr *kgo.Record) bool {
+	if h.s.theRuns(srcTP{kr.Topic, kr.Partition}) {
+		return false
+	}
+	if h.first[kr.Topic] == nil {
+		h.first[kr.Topic] = map[int32]kgo.EpochOffset{}
+	}
+	if _, ok := h.first[kr.Topic][kr.Partition]; !ok {
+		h.first[kr.Topic][kr.Partition] = kgo.EpochOffset{Epoch: kr.LeaderEpoch, Offset: kr.Offset}
+	}
+	return true
+}
+
+// holdBack moves the client back to the first record held back of each
+// partition and pauses them, for the next run (resumeWaiting); h may be
+// nil.
+func (r *sourceRun) holdBack(h *heldBack) {
+	if h == nil || len(h.first) == 0 {
+		return
+	}
+	s := r.s
+	s.cl.SetOffsets(h.first)
+	paused := map[string][]int32{}
+	s.mu.Lock()
+	if s.waiting == nil {
+		s.waiting = map[string][]int32{}
+	}
+	for topic, parts := range h.first {
+		for p := range parts {
+			paused[topic] = append(paused[topic], p)
+			s.waiting[topic] = append(s.waiting[topic], p)
+		}
+	}
+	s.mu.Unlock()
+	s.cl.PauseFetchPartitions(paused)
+	s.log.Debug("kafka source: records of partitions the run catches up with were fetched; paused until the next run", "partitions", paused)
+}
+
+// resumeWaiting resumes the partitions holdBack paused, for a new run.
+func (s *Source) resumeWaiting() {
+	s.mu.Lock()
+	waiting := s.waiting
+	s.waiting = nil
+	s.mu.Unlock()
+	if len(waiting) > 0 {
+		s.cl.ResumeFetchPartitions(waiting)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,4 +148,106 @@ func TestSourceTasks(t *testing.T) {
 	if r, _ := d["reason"].(string); !strings.Contains(r, "which another instance of the pipeline owns") {
 		t.Errorf("dead letter reason %q", r)
 	}
+}
+
+// TestSourceCatchUpHoldsBack gives a run tasks while it catches up with
+// them, and before its Run has begun, so that Run opens the restore gate
+// after the gain and the client fetches the new partitions: the run must
+// hand out none of their records (no output, no dead letters), pausing
+// them instead, and once CaughtUp ends it, the next run, owning them,
+// must deliver every record once, in order per partition.
+func TestSourceCatchUpHoldsBack(t *testing.T) {
+	t.Parallel()
+	const parts = 4
+	_, cc := srcBroker(t, map[string]int32{"cu": parts})
+	rng := rand.New(rand.NewPCG(weirtest.Seed(t), 9))
+	var recs []*kgo.Record
+	for i := range 1000 {
+		recs = append(recs, &kgo.Record{Topic: "cu", Key: fmt.Appendf(nil, "k%d-ß", rng.IntN(500)), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+	}
+	want := map[int32][]string{}
+	for _, r := range srcProduce(t, cc, recs...) {
+		want[r.Partition] = append(want[r.Partition], string(r.Value))
+	}
+	ts := NewTasks(false)
+	ts.SetCount(parts)
+	told := make(chan struct{}, 1)
+	ts.SetCatchUp(func() {
+		select {
+		case told <- struct{}{}:
+		default:
+		}
+	})
+	src := srcNewSource(t, cc, "catch-up", "cu", func(c *SourceConfig) { c.Tasks = ts; c.Checkpointed = true })
+	defer src.Close()
+	if got := ts.Begin(); len(got) != 0 {
+		t.Skipf("the group assigned %v before the run began: nothing to catch up with", got)
+	}
+	select {
+	case <-told:
+	case <-time.After(90 * time.Second): // a bound on a hang
+		t.Fatal("the group gave the run no tasks")
+	}
+	sink := &srcSink{keep: true}
+	dlq := &lockedBuffer{}
+	first := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcKept{src}}, Sinks: []engine.Sink{sink},
+		DeadLetter: engine.NewDeadLetterWriter("buffer", dlq, false)})
+	weirtest.PollUntil(t, 30*time.Second, "the new partitions' records to be fetched and held back, or handed out", func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		n := 0
+		for _, ps := range src.waiting {
+			n += len(ps)
+		}
+		return n == parts || len(sink.records()) > 0 || dlq.len() > 0
+	})
+	ts.CaughtUp()
+	select {
+	case <-first.done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the run did not end once caught up")
+	}
+	if !errors.Is(first.err, ErrTasksChanged) {
+		t.Fatalf("the run ended with %v, want ErrTasksChanged", first.err)
+	}
+	if n := len(sink.records()); n != 0 || dlq.len() != 0 {
+		t.Fatalf("the run catching up handed out %d records and %d bytes of dead letters of partitions it did not own", n, dlq.len())
+	}
+	if owned := ts.Begin(); len(owned) != parts {
+		t.Fatalf("the next run owns %v, want every partition", owned)
+	}
+	second := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcKept{src}}, Sinks: []engine.Sink{sink},
+		DeadLetter: engine.NewDeadLetterWriter("buffer", dlq, false)})
+	weirtest.PollUntil(t, 30*time.Second, "every record", func() bool { return len(sink.records()) >= len(recs) })
+	if _, err := second.stop(t); err != nil {
+		t.Fatalf("the second run: %v", err)
+	}
+	got := map[int32][]string{}
+	for _, r := range sink.records() {
+		got[r.Origin.Partition] = append(got[r.Origin.Partition], string(r.Value))
+	}
+	for p := range int32(parts) {
+		if !slices.Equal(got[p], want[p]) {
+			t.Errorf("partition %d: %d records delivered, want %d, once each and in order", p, len(got[p]), len(want[p]))
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader of its
+// length on other goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
 }

@@ -206,7 +206,8 @@ function updateCheckpoints(view) {
     [c.outcome + (c.error ? ": " + c.error : ""), c.outcome === "completed" ? "ok" : "failed"]]);
   const rs = view.restore;
   let text = view.state === "standby" ? "standby: waiting for the other instance to leave its consumer group" : "none";
-  if (rs) text = `${view.state === "restoring" ? "restoring" : "last restore"}: ${rs.replayed} replayed, ${rs.left} left, ` +
+  const phase = view.state === "restoring" ? "restoring" : rs && rs.left > 0 ? "catching up with tasks given to this instance, beside its own" : "last restore";
+  if (rs) text = `${phase}: ${rs.replayed} replayed, ${rs.left} left, ` +
     `${secs(rs.seconds)} so far` + (rs.left > 0 ? `, about ${secs(rs.eta_seconds)} to go` : "");
   if (view.tasks) text += ` · tasks owned: ${view.tasks.join(", ") || "none"}`;
   setText($("#restore"), text);
