@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +188,7 @@ func TestSourceCatchUpHoldsBack(t *testing.T) {
 		t.Fatal("the group gave the run no tasks")
 	}
 	sink := &srcSink{keep: true}
-	dlq := &lockedBuffer{}
+	dlq := &weirtest.SyncBuffer{}
 	first := srcStart(t, &engine.Pipeline{Sources: []engine.Source{srcKept{src}}, Sinks: []engine.Sink{sink},
 		DeadLetter: engine.NewDeadLetterWriter("buffer", dlq, false)})
 	weirtest.PollUntil(t, 30*time.Second, "the new partitions' records to be fetched and held back, or handed out", func() bool {
@@ -199,7 +198,7 @@ func TestSourceCatchUpHoldsBack(t *testing.T) {
 		for _, ps := range src.waiting {
 			n += len(ps)
 		}
-		return n == parts || len(sink.records()) > 0 || dlq.len() > 0
+		return n == parts || len(sink.records()) > 0 || len(dlq.String()) > 0
 	})
 	ts.CaughtUp()
 	select {
@@ -210,8 +209,8 @@ func TestSourceCatchUpHoldsBack(t *testing.T) {
 	if !errors.Is(first.err, ErrTasksChanged) {
 		t.Fatalf("the run ended with %v, want ErrTasksChanged", first.err)
 	}
-	if n := len(sink.records()); n != 0 || dlq.len() != 0 {
-		t.Fatalf("the run catching up handed out %d records and %d bytes of dead letters of partitions it did not own", n, dlq.len())
+	if n := len(sink.records()); n != 0 || len(dlq.String()) != 0 {
+		t.Fatalf("the run catching up handed out %d records and %d bytes of dead letters of partitions it did not own", n, len(dlq.String()))
 	}
 	if owned := ts.Begin(); len(owned) != parts {
 		t.Fatalf("the next run owns %v, want every partition", owned)
@@ -233,21 +232,3 @@ func TestSourceCatchUpHoldsBack(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader of its
-// length on other goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
