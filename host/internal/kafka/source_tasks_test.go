@@ -231,4 +231,3 @@ func TestSourceCatchUpHoldsBack(t *testing.T) {
 		}
 	}
 }
-
