@@ -113,6 +113,15 @@ func crashRecovery(t *testing.T, mode string) {
 
 	p := start()
 	for k := range kills {
+		// Each run is killed once it has committed a checkpoint, at a
+		// random moment after: on a loaded machine a run can take
+		// longer to start than the pause before its kill, and runs
+		// that never commit leave the changelog nothing to restore.
+		log := filepath.Join(dir, fmt.Sprintf("run-%d.log", runs))
+		weirtest.PollUntil(t, 60*time.Second, fmt.Sprintf("run %d to commit a checkpoint", runs), func() bool {
+			b, _ := os.ReadFile(log)
+			return strings.Contains(string(b), "msg=checkpoint ")
+		})
 		select {
 		case err := <-p.Done:
 			t.Fatalf("run %d ended by itself: %v", runs, err)
