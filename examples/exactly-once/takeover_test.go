@@ -49,7 +49,7 @@ func takeoverGoesOn(t *testing.T, mode string, r *sharedRig) {
 	held := holdOpen(t, r.b.Addrs(), changelog, weirtest.OwnedTasks(bb.admin))
 	const catching, waiting, caught = "catching up with their changelog partitions while the run goes on with its own",
 		"waiting for the transactions open on the partitions to end", "caught up with their changelog partitions"
-	before := strings.Count(readLog(a.p), catching)
+	before, caughtAtKill := strings.Count(readLog(a.p), catching), strings.Count(readLog(a.p), caught)
 	if err := bb.p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,11 @@ func takeoverGoesOn(t *testing.T, mode string, r *sharedRig) {
 	r.release()
 	from := sourceRecords(a.admin)
 	weirtest.PollUntil(t, 60*time.Second, "a's source to read records of its own tasks while it catches up", func() bool {
-		return sourceRecords(a.admin) > from
+		n := sourceRecords(a.admin)
+		if strings.Count(readLog(a.p), caught) > caughtAtKill {
+			t.Fatalf("a caught up with b's tasks while a transaction was open on their changelog partitions, its source having read %d records meanwhile", n-from)
+		}
+		return n > from
 	})
 	caughtBefore := strings.Count(readLog(a.p), caught)
 	if err := held.EndTransaction(context.Background(), kgo.TryAbort); err != nil {
@@ -115,7 +119,7 @@ func logTime(t *testing.T, line string) time.Time {
 // partitions of topic and leaves it open, for the caller to end.
 func holdOpen(t *testing.T, addrs []string, topic string, partitions []int32) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.TransactionalID("held-open"), kgo.TransactionTimeout(time.Minute),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.TransactionalID("held-open"), kgo.TransactionTimeout(5*time.Minute),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

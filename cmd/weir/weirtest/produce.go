@@ -11,8 +11,9 @@ import (
 
 // Pace produces rs with cl in the background, perSecond records a second
 // (in slices every 10 ms), holding the last third back until release is
-// called or a minute has passed, so that an instance a test starts late
-// still finds records to read. stop ends it and waits; cl is closed once
+// called or five minutes have passed, so that an instance a test starts
+// late, or a test's moment after a long rebalance, still finds records
+// to read. stop ends it and waits; cl is closed once
 // it is done. A failed produce fails the test, unless stop caused it.
 func Pace(t testing.TB, cl *kgo.Client, rs []*kgo.Record, perSecond int) (release, stop func()) {
 	released := make(chan struct{})
@@ -29,7 +30,7 @@ func Pace(t testing.TB, cl *kgo.Client, rs []*kgo.Record, perSecond int) (releas
 			if i >= hold && i < hold+per {
 				select {
 				case <-released:
-				case <-time.After(time.Minute):
+				case <-time.After(5 * time.Minute):
 				case <-ctx.Done():
 					return
 				}
