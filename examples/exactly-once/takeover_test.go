@@ -41,9 +41,9 @@ func takeoverGoesOn(t *testing.T, mode string, r *sharedRig) {
 		return r.start(t, name, "takeover-", "pipeline-shared.yaml", "WEIR_CHECKPOINTS_DELIVERY="+mode)
 	}
 	a, bb := start("a"), start("b")
-	for _, in := range []*sharedInstance{a, bb} {
-		in.waitRead(t, "both instances reading")
-	}
+	a.waitRead(t, "a reading")
+	// b may find nothing left to read in its tasks' partitions until the
+	// last third of the stream is released, below.
 	waitShared(t, "a and b to share every task", a, bb)
 	const changelog = "sensor-sums-shared-changelog"
 	held := holdOpen(t, r.b.Addrs(), changelog, weirtest.OwnedTasks(bb.admin))
