@@ -50,7 +50,10 @@ func TestSandbox(t *testing.T) {
 	}{
 		{name: "loop with no timeout set", poison: "@spin", reason: "deadline exceeded after 5s", bound: "timeout", limit: 64 * mib},
 		{name: "sleep in poll_oneoff", extra: "timeout: 1s", poison: "zzz", reason: "deadline exceeded after 1s", bound: "timeout", limit: 64 * mib},
-		{name: "memory bomb", extra: "memory_limit_pages: 8192", poison: "Mem",
+		// Growing to 512 MiB can take longer than the default 5 s
+		// timeout on a loaded machine: the memory limit must be what
+		// stops it.
+		{name: "memory bomb", extra: "memory_limit_pages: 8192\n    timeout: 60s", poison: "Mem",
 			reason: "over its limit of 512 MiB (memory_limit_pages: 8192)", bound: "memory_limit_pages", limit: 512 * mib},
 		{name: "oversized state puts", poison: "Keys", reason: "state writes of one call over max_batch_state (32 MiB)", bound: "max_batch_state", limit: 64 * mib},
 		{name: "huge flat_map output", op: "flat_map", poison: "Fan", reason: "flat_map output of one call over max_batch_output (32 MiB)",
