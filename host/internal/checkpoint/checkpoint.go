@@ -217,7 +217,12 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			if su.StandbyTasks != nil {
 				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
-			ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
+			if su.TasksTopic == "" {
+				// A run that repartitions ends at once when given tasks,
+				// as before: catching up beside it failed once to
+				// deliver every window (TestScaleOut), not yet explained.
+				ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
+			}
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
 		} else {
