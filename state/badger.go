@@ -687,7 +687,7 @@ func (b *Badger) Apply(muts []Mutation) error {
 	b.written.Writes += int64(len(muts))
 	b.written.Bytes += raw
 	if size > b.capacity {
-		return b.writeThroughLocked(muts, size)
+		return b.writeAtLocked(b.ver, muts, size)
 	}
 	if err := b.makeRoom(size); err != nil {
 		return err
@@ -708,15 +708,9 @@ func (b *Badger) Apply(muts []Mutation) error {
 	return nil
 }
 
-// writeThroughLocked writes muts, of size bytes in the cache's measure,
-// straight to badger at the current version, dropping the keys from the
-// cache. Call with b.mu held.
-func (b *Badger) writeThroughLocked(muts []Mutation, size int64) error {
-	return b.writeAtLocked(b.ver, muts, size)
-}
-
-// writeAtLocked is writeThroughLocked at version ver. Call with b.mu
-// held.
+// writeAtLocked writes muts, of size bytes in the cache's measure,
+// straight to badger at version ver, dropping the keys from the cache.
+// Call with b.mu held.
 func (b *Badger) writeAtLocked(ver uint64, muts []Mutation, size int64) error {
 	if err := b.writeDB(ver, len(muts), size, func(yield func(key, val []byte, del bool) error) error {
 		for _, m := range muts {

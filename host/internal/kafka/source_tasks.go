@@ -236,6 +236,7 @@ func (r *sourceRun) foreignTask(kr *kgo.Record) string {
 type heldBack struct {
 	s     *Source
 	first map[string]map[int32]kgo.EpochOffset
+	runs  map[srcTP]bool // by partition seen in the poll, whether the run began with it
 }
 
 // holding returns what holds records back in this poll, or nil when the
@@ -244,13 +245,19 @@ func (r *sourceRun) holding() *heldBack {
 	if r.s.tasks == nil || !r.s.tasks.catchingUp() {
 		return nil
 	}
-	return &heldBack{s: r.s, first: map[string]map[int32]kgo.EpochOffset{}}
+	return &heldBack{s: r.s, first: map[string]map[int32]kgo.EpochOffset{}, runs: map[srcTP]bool{}}
 }
 
 // skip reports whether kr is of a partition the run does not read (it
 // did not begin with it), noting the first such record of each.
 func (h *heldBack) skip(kr *kgo.Record) bool {
-	if h.s.theRuns(srcTP{kr.Topic, kr.Partition}) {
+	tp := srcTP{kr.Topic, kr.Partition}
+	runs, known := h.runs[tp]
+	if !known {
+		runs = h.s.theRuns(tp) // once a partition per poll, not under the Tasks lock per record
+		h.runs[tp] = runs
+	}
+	if runs {
 		return false
 	}
 	if h.first[kr.Topic] == nil {
