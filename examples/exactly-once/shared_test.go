@@ -164,12 +164,18 @@ type sharedRig struct {
 // a key of its own.
 func newSharedRig(t *testing.T, stream uint64, byKey bool) *sharedRig {
 	t.Helper()
+	return newSharedRigAt(t, stream, byKey, sharedRate)
+}
+
+// newSharedRigAt is newSharedRig producing rate readings a second.
+func newSharedRigAt(t *testing.T, stream uint64, byKey bool, rate int) *sharedRig {
+	t.Helper()
 	b, err := broker.Start(broker.Options{Topics: fmt.Sprintf("readings:%d,sums:%d,readings.dead:1", sharedPartitions, sharedPartitions)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &sharedRig{b: b, dir: t.TempDir(), rng: rand.New(rand.NewPCG(weirtest.Seed(t), stream))}
-	want, release, stop := produceReadings(t, b.Addrs(), r.rng, byKey)
+	want, release, stop := produceReadings(t, b.Addrs(), r.rng, byKey, rate)
 	r.want, r.release = want, release
 	t.Cleanup(func() { stop(); b.Close() })
 	return r
@@ -305,7 +311,7 @@ func checkStateQueries(t *testing.T, c, d *sharedInstance, want map[string]windo
 // background, holding the last third back until release is called (or a
 // minute has passed), and returns the reference windows, release and a
 // function that stops it.
-func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (want map[string]window, release, stop func()) {
+func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool, rate int) (want map[string]window, release, stop func()) {
 	rs, want := keyedReadings(rng, sharedRecords)
 	if !byKey {
 		for i, r := range rs[:sharedRecords] {
@@ -316,7 +322,7 @@ func produceReadings(t *testing.T, addrs []string, rng *rand.Rand, byKey bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, stop = weirtest.Pace(t, cl, rs, sharedRate)
+	release, stop = weirtest.Pace(t, cl, rs, rate)
 	return want, release, stop
 }
 

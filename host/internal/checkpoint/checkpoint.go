@@ -85,6 +85,11 @@ type Coordinator struct {
 	mu       sync.Mutex
 	caught   int
 	caughtUp bool
+	// soon, for a run sharing its group by task with checkpoints on an
+	// interval, asks the engine for a checkpoint at once
+	// (engine.Checkpointing.Soon): for a rebalance that waits for one
+	// (kafka.Tasks.SetCheckpointNow), and for the takeover.
+	soon chan struct{}
 	// OnCommit, when not nil, is told what each checkpoint wrote, once
 	// it committed, on the goroutine calling Commit.
 	OnCommit func(CommitStats)
@@ -217,12 +222,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			if su.StandbyTasks != nil {
 				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
-			if su.TasksTopic == "" {
-				// A run that repartitions ends at once when given tasks,
-				// as before: catching up beside it failed once to
-				// deliver every window (TestScaleOut), not yet explained.
-				ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
-			}
+			ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
 		} else {
@@ -238,8 +238,17 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		}
 	}
 	settings := &engine.Checkpointing{Interval: c.Interval, Commit: ck.Commit}
+	if ck.Tasks != nil && c.Interval > 0 {
+		ck.soon = make(chan struct{}, 1)
+		settings.Soon = ck.soon
+		ck.Tasks.SetCheckpointNow(ck.checkpointSoon)
+		closeChangelog := close
+		close = func() {
+			ck.Tasks.SetCheckpointNow(nil)
+			closeChangelog()
+		}
+	}
 	if tk := ck.takeover; tk != nil {
-		settings.Soon = tk.soon
 		tk.start()
 		closeChangelog := close
 		close = func() {
@@ -589,7 +598,7 @@ func (ck *Coordinator) commit(ctx context.Context, cp *engine.Checkpoint, stats 
 		ck.Logger.Warn("checkpoint: changes of keys whose tasks another instance owns were not written to the changelog", "changes", skipped)
 	}
 	if ck.Txn != nil {
-		if err := ck.Txn.Commit(ctx); err != nil {
+		if err := ck.commitTxn(ctx); err != nil {
 			if errors.Is(err, kafka.ErrTxnAborted) {
 				return fmt.Errorf("%w; the pipeline must restart from its last checkpoint", err)
 			}
@@ -620,4 +629,30 @@ func (ck *Coordinator) commit(ctx context.Context, cp *engine.Checkpoint, stats 
 		ck.Tasks.CaughtUp()
 	}
 	return nil
+}
+
+// checkpointSoon asks the engine for a checkpoint at once; it does not
+// block.
+func (ck *Coordinator) checkpointSoon() {
+	select {
+	case ck.soon <- struct{}{}:
+	default:
+	}
+}
+
+// rebalanceCommitTimeout bounds the commit of a checkpoint that a
+// rebalance waits for: should the group have ended the member's session
+// meanwhile, franz-go's commit waits for a heartbeat that cannot come
+// until the waiting callback runs; the transaction then aborts, and the
+// run rolls back to its last checkpoint.
+const rebalanceCommitTimeout = 10 * time.Second
+
+// commitTxn commits the checkpoint's transaction.
+func (ck *Coordinator) commitTxn(ctx context.Context) error {
+	if ck.Tasks.Awaiting() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rebalanceCommitTimeout)
+		defer cancel()
+	}
+	return ck.Txn.Commit(ctx)
 }

@@ -40,16 +40,12 @@ type takeover struct {
 	r      restorer
 	tasks  *kafka.Tasks
 	signal chan struct{} // a gain to catch up with (notify)
-	// soon asks the engine for a checkpoint at once (exactly once: the
-	// run ends at the first checkpoint that records the caught-up
-	// state, since ending rolls back to it).
-	soon   chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 func newTakeover(ck *Coordinator, r restorer, tasks *kafka.Tasks) *takeover {
-	tk := &takeover{ck: ck, r: r, tasks: tasks, signal: make(chan struct{}, 1), soon: make(chan struct{}, 1)}
+	tk := &takeover{ck: ck, r: r, tasks: tasks, signal: make(chan struct{}, 1)}
 	if c, ok := r.store.(committedApplier); ok {
 		tk.r.apply = c.ApplyCommitted
 		return tk
@@ -181,8 +177,10 @@ func (tk *takeover) finish() {
 	ck.mu.Lock()
 	ck.caughtUp = true
 	ck.mu.Unlock()
-	select {
-	case tk.soon <- struct{}{}:
-	default:
+	// The run ends at the first checkpoint that records the caught-up
+	// state, since ending rolls back to it; its source polls nothing
+	// more until then, so that it redoes nothing.
+	if !ck.Tasks.AwaitCheckpoint() {
+		ck.checkpointSoon()
 	}
 }

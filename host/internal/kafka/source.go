@@ -368,16 +368,20 @@ type Source struct {
 
 	ran atomic.Bool
 	// hurry is set when a rebalance waits for the poll being handed out
-	// (kgo.OnPartitionsCallbackBlocked): Run puts the rest of it back and
-	// lets the rebalance go on.
-	hurry     atomic.Bool
-	stop      chan struct{} // closed by Close: stop the commit loop
-	loopDone  chan struct{}
-	bgCtx     context.Context    // of background work, cancelled by bgCancel
-	bgCancel  context.CancelFunc // cancels background work (missing-topic check)
-	bg        sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
+	// (kgo.OnPartitionsCallbackBlocked) and not for a checkpoint (see
+	// source_rebalance.go): Run puts the rest of it back and lets the
+	// rebalance go on. pollCancel wakes the poll in progress (guarded by
+	// mu); tookCheckpoint is set when a checkpoint of the run completed.
+	hurry          atomic.Bool
+	pollCancel     context.CancelFunc
+	tookCheckpoint atomic.Bool
+	stop           chan struct{} // closed by Close: stop the commit loop
+	loopDone       chan struct{}
+	bgCtx          context.Context    // of background work, cancelled by bgCancel
+	bgCancel       context.CancelFunc // cancels background work (missing-topic check)
+	bg             sync.WaitGroup
+	closeOnce      sync.Once
+	closeErr       error
 }
 
 // srcTP names a topic partition.
@@ -540,7 +544,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		kgo.OnPartitionsAssigned(s.onAssigned),
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
-		kgo.OnPartitionsCallbackBlocked(func(context.Context, *kgo.Client) { s.hurry.Store(true) }),
+		kgo.OnPartitionsCallbackBlocked(s.onBlocked),
 		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 		kgo.ConsumeStartOffset(start),
 		kgo.FetchMaxBytes(srcOr(cfg.FetchMaxBytes, srcDefaultFetchMaxBytes)),
@@ -618,9 +622,16 @@ func (s *Source) Run(ctx context.Context, out *engine.Out) error {
 		defer s.endTaskRun()
 	}
 	defer s.endViews()
+	// However Run ends, the rebalances its polls blocked proceed: a run
+	// that stops or fails takes no checkpoint a rebalance could wait for.
+	defer s.allowRebalance()
 	s.mu.Lock()
 	s.runs++
 	s.mu.Unlock()
+	s.tookCheckpoint.Store(false)
+	if s.tasks != nil {
+		s.tasks.checkpointed() // a checkpoint the last run awaited failed
+	}
 	if s.runs > 1 {
 		s.forgetStaleRestore()
 	}
@@ -696,8 +707,14 @@ type runView struct {
 // poll polls once and hands out what it got; done ends Run, with err.
 func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 	s := r.s
-	s.hurry.Store(false) // a rebalance blocked from here on waits for this poll
-	fs := s.cl.PollRecords(r.out.PollContext(pollCtx), s.maxPoll)
+	if r.awaitCheckpoint(pollCtx) {
+		// A rebalance waits for a checkpoint: it is asked for, and
+		// nothing is polled until its barrier.
+		return false, r.barrier()
+	}
+	pctx, cancel := s.pollContext(r.out.PollContext(pollCtx))
+	fs := s.cl.PollRecords(pctx, s.maxPoll)
+	cancel()
 	if ctx.Err() != nil {
 		// Whatever this poll returned was never handed out, so it is
 		// not committed and will be read again.
@@ -740,7 +757,7 @@ func (r *sourceRun) poll(ctx, pollCtx context.Context) (done bool, err error) {
 		}
 	}
 	r.holdBack(hold)
-	if err := r.finish(); err != nil {
+	if err := r.handedOut(); err != nil {
 		return true, err
 	}
 	if !hurried {
@@ -786,11 +803,11 @@ func (r *sourceRun) takeAssignment() error {
 	}
 	s.mu.Unlock()
 	if notSole != nil {
-		s.cl.AllowRebalance()
+		s.allowRebalance()
 		return notSole
 	}
 	if s.tasks != nil && s.tasks.Moved() && !s.tasks.catchingUp() {
-		s.cl.AllowRebalance()
+		s.allowRebalance()
 		if !s.tasks.Lost() && s.tasks.stopRun() {
 			// Only gained tasks: the run stops, drains and takes its
 			// final checkpoint; the next one starts from there.
@@ -838,14 +855,20 @@ func (r *sourceRun) boundary(v *runView) {
 
 // barrier is the run's safe point (engine.Barrier), for every Out.
 func (r *sourceRun) barrier() error {
+	var err error
 	if len(r.views) == 1 {
-		return r.out.Barrier()
+		err = r.out.Barrier()
+	} else {
+		outs := make([]*engine.Out, len(r.views))
+		for i := range r.views {
+			outs[i] = r.views[i].out
+		}
+		err = engine.Barrier(outs...) // finish sent every batch
 	}
-	outs := make([]*engine.Out, len(r.views))
-	for i := range r.views {
-		outs[i] = r.views[i].out
+	if err == nil {
+		r.afterCheckpoint()
 	}
-	return engine.Barrier(outs...) // finish sent every batch
+	return err
 }
 
 // putBack moves the client back to the first of the records left in it,
@@ -863,12 +886,13 @@ func (r *sourceRun) putBack(it *kgo.FetchesRecordIter) {
 }
 
 // hurried reports whether a rebalance waits for the poll being handed
-// out (Source.hurry), and the run may stop handing it out: not while it
-// drains the repartition topic, whose count of records read is kept by
-// whole polls (noteDrained).
+// out (Source.hurry), or the run awaits a checkpoint (Tasks.Awaiting),
+// and the run may stop handing it out: not while it drains the
+// repartition topic, whose count of records read is kept by whole polls
+// (noteDrained).
 func (r *sourceRun) hurried() bool {
 	s := r.s
-	if !s.hurry.Load() {
+	if !s.hurry.Load() && !s.tasks.Awaiting() {
 		return false
 	}
 	s.mu.Lock()
@@ -896,16 +920,31 @@ func (r *sourceRun) moveBack(it *kgo.FetchesRecordIter) {
 
 // finish flushes what was handed out and lets a rebalance proceed.
 func (r *sourceRun) finish() error {
-	var err error
+	err := r.flush()
+	r.s.allowRebalance()
+	return err
+}
+
+// handedOut flushes a poll that was handed out and lets a rebalance
+// proceed, unless rebalances wait for a checkpoint (atCheckpoint).
+func (r *sourceRun) handedOut() error {
+	err := r.flush()
+	if !r.s.atCheckpoint() {
+		r.s.allowRebalance()
+	}
+	return err
+}
+
+// flush sends the batches being filled.
+func (r *sourceRun) flush() error {
 	for i := range r.views {
 		v := &r.views[i]
-		if err = v.out.Flush(); err != nil {
-			break
+		if err := v.out.Flush(); err != nil {
+			return err
 		}
 		r.boundary(v)
 	}
-	r.s.cl.AllowRebalance()
-	return err
+	return nil
 }
 
 // hand adds one polled record to the batch, or its dead letter when a

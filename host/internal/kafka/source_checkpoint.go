@@ -134,6 +134,7 @@ func (s *Source) restoreView(i int, b json.RawMessage) error {
 // once, by the checkpoint's transaction), a run catching up with the
 // repartition topic's tables learns whether it has (Route.CatchUp).
 func (s *Source) CheckpointComplete(ctx context.Context, cp *engine.Checkpoint) error {
+	s.tookCheckpoint.Store(true)
 	s.purgeRepartition()
 	if !s.checkpointed {
 		return nil

@@ -63,10 +63,12 @@ func (s *Source) closeGateLocked() {
 // transaction's abort has put them back to the group's offsets), or,
 // without one, from the group's offset, or else from the first record
 // polled since they were assigned; and they are announced to the new
-// run's pipeline.
+// run's pipeline. It logs how many records the partitions it keeps will
+// read again: those the last run handed out past the checkpoint.
 func (s *Source) rewind() {
 	defer s.resumeWaiting()
 	s.mu.Lock()
+	last := s.parts
 	s.parts = make(map[srcTP]*srcPart)
 	s.assigned = s.assigned[:0]
 	for tp := range s.held {
@@ -78,6 +80,7 @@ func (s *Source) rewind() {
 	s.mu.Unlock()
 	committed := s.cl.CommittedOffsets()
 	at := map[string]map[int32]kgo.EpochOffset{}
+	var again int64
 	for _, tp := range held {
 		off, ok := restore[tp]
 		if s.txn != nil {
@@ -85,6 +88,7 @@ func (s *Source) rewind() {
 		}
 		if c, found := committed[tp.topic][tp.partition]; !ok && found {
 			if s.txn != nil {
+				again += readAgain(last[tp], c.Offset)
 				continue
 			}
 			off, ok = c.Offset, true
@@ -94,12 +98,27 @@ func (s *Source) rewind() {
 				continue // nothing polled: it is where it started
 			}
 		}
+		again += readAgain(last[tp], off)
 		if at[tp.topic] == nil {
 			at[tp.topic] = map[int32]kgo.EpochOffset{}
 		}
 		at[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
 	}
 	s.cl.SetOffsets(at)
+	s.log.Info("kafka source: the run starts again from the last checkpoint", "group", s.group, "partitions", len(held), "read_again", again)
+}
+
+// readAgain returns how many records of a partition the last run handed
+// out (p, nil when it read none) at or past offset from.
+func readAgain(p *srcPart, from int64) int64 {
+	if p == nil {
+		return 0
+	}
+	next := p.commit.Offset
+	if n := len(p.inflight); n > 0 {
+		next = max(next, p.inflight[n-1].offset+1)
+	}
+	return max(next-from, 0)
 }
 
 // notePolled records, for a source sharing its group by task, the offset

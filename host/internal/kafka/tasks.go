@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,6 +72,12 @@ type Tasks struct {
 	catchUp  func()
 	catching bool
 	wake     func() // wakes the source's Run, which ends the run (setWake)
+	// checkpointNow, when set (SetCheckpointNow), starts a checkpoint at
+	// once: the source then lets a rebalance proceed only at a
+	// checkpoint (see source_rebalance.go); awaiting is set while the
+	// run polls nothing until the checkpoint asked for (AwaitCheckpoint).
+	checkpointNow func()
+	awaiting      atomic.Bool
 }
 
 // SetWarm records the tasks not owned whose state the instance's store
@@ -483,3 +490,48 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 	slices.Sort(out)
 	return out
 }
+
+// SetCheckpointNow sets how the run asks for a checkpoint at once (the
+// engine's Checkpointing.Soon), or, with nil, that it cannot. While it
+// can, the source lets the group's rebalances proceed only at
+// checkpoints, so that a move of tasks finds everything the run read
+// checkpointed and the run redoes nothing. now must not block.
+func (t *Tasks) SetCheckpointNow(now func()) {
+	t.mu.Lock()
+	t.checkpointNow = now
+	t.mu.Unlock()
+}
+
+// atCheckpoints reports whether rebalances wait for checkpoints
+// (SetCheckpointNow).
+func (t *Tasks) atCheckpoints() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checkpointNow != nil
+}
+
+// AwaitCheckpoint starts a checkpoint at once, the source polling nothing
+// more until it has passed the checkpoint's barrier, and reports whether
+// it could (SetCheckpointNow): for a rebalance that waits for a
+// checkpoint, or a run that ends at one (exactly once, it rolls back to
+// it, and so redoes nothing).
+func (t *Tasks) AwaitCheckpoint() bool {
+	t.mu.Lock()
+	now := t.checkpointNow
+	t.mu.Unlock()
+	if now != nil {
+		t.awaiting.Store(true)
+		now()
+	}
+	return now != nil
+}
+
+// checkpointed records that the run passed the barrier of the checkpoint
+// it awaited.
+func (t *Tasks) checkpointed() { t.awaiting.Store(false) }
+
+// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint):
+// its commit must not wait on the group for long, since, should a
+// rebalance wait for it, the group may be about to report the session
+// lost, which it cannot while the rebalance waits.
+func (t *Tasks) Awaiting() bool { return t != nil && t.awaiting.Load() }
