@@ -25,7 +25,9 @@ import (
 // that takes a task from an instance ends that instance's run with
 // ErrTasksChanged: the run is rolled back to its last checkpoint and built
 // again for the tasks it now owns, restoring those new to it from their
-// changelog partitions, while its Source keeps its place in the group. A
+// changelog partitions, while its Source keeps its place in the group.
+// The group's rebalances proceed only at checkpoints (SetCheckpointNow),
+// so that last checkpoint is where the run was. A
 // move that only gives it tasks lets the run go on with its own while the
 // new ones' state catches up in the background (SetCatchUp), their
 // partitions waiting; then, or at once without a catch-up, it stops the
@@ -371,6 +373,51 @@ func (t *Tasks) setWake(wake func()) {
 	t.mu.Unlock()
 }
 
+// SetCheckpointNow sets how the run asks for a checkpoint at once (the
+// engine's Checkpointing.Soon), or, with nil, that it cannot. While it
+// can, the source lets the group's rebalances proceed only at
+// checkpoints, so that a move of tasks finds everything the run read
+// checkpointed and the run redoes nothing. now must not block.
+func (t *Tasks) SetCheckpointNow(now func()) {
+	t.mu.Lock()
+	t.checkpointNow = now
+	t.mu.Unlock()
+}
+
+// atCheckpoints reports whether rebalances wait for checkpoints
+// (SetCheckpointNow).
+func (t *Tasks) atCheckpoints() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.checkpointNow != nil
+}
+
+// AwaitCheckpoint starts a checkpoint at once, the source polling nothing
+// more until it has passed the checkpoint's barrier, and reports whether
+// it could (SetCheckpointNow): for a rebalance that waits for a
+// checkpoint, or a run that ends at one (exactly once, it rolls back to
+// it, and so redoes nothing).
+func (t *Tasks) AwaitCheckpoint() bool {
+	t.mu.Lock()
+	now := t.checkpointNow
+	t.mu.Unlock()
+	if now != nil {
+		t.awaiting.Store(true)
+		now()
+	}
+	return now != nil
+}
+
+// checkpointed records that the run passed the barrier of the checkpoint
+// it awaited.
+func (t *Tasks) checkpointed() { t.awaiting.Store(false) }
+
+// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint):
+// its commit must not wait on the group for long, since, should a
+// rebalance wait for it, the group may be about to report the session
+// lost, which it cannot while the rebalance waits.
+func (t *Tasks) Awaiting() bool { return t != nil && t.awaiting.Load() }
+
 // StandbyTasks returns the tasks this member of the source's group keeps
 // warm copies of with replicas standby replicas: the members, ordered by
 // instance id (or member id), form a ring, and the j-th task of an owner
@@ -490,48 +537,3 @@ func standbyTasks(members []groupMember, self string, replicas int) []int32 {
 	slices.Sort(out)
 	return out
 }
-
-// SetCheckpointNow sets how the run asks for a checkpoint at once (the
-// engine's Checkpointing.Soon), or, with nil, that it cannot. While it
-// can, the source lets the group's rebalances proceed only at
-// checkpoints, so that a move of tasks finds everything the run read
-// checkpointed and the run redoes nothing. now must not block.
-func (t *Tasks) SetCheckpointNow(now func()) {
-	t.mu.Lock()
-	t.checkpointNow = now
-	t.mu.Unlock()
-}
-
-// atCheckpoints reports whether rebalances wait for checkpoints
-// (SetCheckpointNow).
-func (t *Tasks) atCheckpoints() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.checkpointNow != nil
-}
-
-// AwaitCheckpoint starts a checkpoint at once, the source polling nothing
-// more until it has passed the checkpoint's barrier, and reports whether
-// it could (SetCheckpointNow): for a rebalance that waits for a
-// checkpoint, or a run that ends at one (exactly once, it rolls back to
-// it, and so redoes nothing).
-func (t *Tasks) AwaitCheckpoint() bool {
-	t.mu.Lock()
-	now := t.checkpointNow
-	t.mu.Unlock()
-	if now != nil {
-		t.awaiting.Store(true)
-		now()
-	}
-	return now != nil
-}
-
-// checkpointed records that the run passed the barrier of the checkpoint
-// it awaited.
-func (t *Tasks) checkpointed() { t.awaiting.Store(false) }
-
-// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint):
-// its commit must not wait on the group for long, since, should a
-// rebalance wait for it, the group may be about to report the session
-// lost, which it cannot while the rebalance waits.
-func (t *Tasks) Awaiting() bool { return t != nil && t.awaiting.Load() }
