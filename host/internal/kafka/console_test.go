@@ -307,7 +307,9 @@ func TestConsoleProduceErrors(t *testing.T) {
 }
 
 // TestConsoleConsumeSlowJoin checks that the time a group takes to join does
-// not count against Timeout.
+// not count against Timeout: the join takes 4 s, more than twice the
+// Timeout, which leaves the fetch after it time on a loaded machine (the
+// race pass once took more than 300 ms for it).
 func TestConsoleConsumeSlowJoin(t *testing.T) {
 	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "j"))
@@ -319,10 +321,10 @@ func TestConsoleConsumeSlowJoin(t *testing.T) {
 	srcProduce(t, cc, srcJSONRecords("j", 0, 3)...)
 	c.ControlKey(kmsg.JoinGroup.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.DropControl()
-		time.Sleep(time.Second)
+		time.Sleep(4 * time.Second)
 		return nil, nil, false
 	})
-	n, err := Consume(context.Background(), ConsumeConfig{Client: cc, Topic: "j", FromBeginning: true, Group: "slow", Timeout: 300 * time.Millisecond, Logger: srcQuiet()}, &bytes.Buffer{})
+	n, err := Consume(context.Background(), ConsumeConfig{Client: cc, Topic: "j", FromBeginning: true, Group: "slow", Timeout: 1500 * time.Millisecond, Logger: srcQuiet()}, &bytes.Buffer{})
 	if err != nil || n != 3 {
 		t.Fatalf("Consume = %d, %v; want 3", n, err)
 	}
