@@ -15,8 +15,9 @@ import (
 // until AllowRebalance (kgo.BlockRebalanceOnPoll); the source calls it
 // once a checkpoint has covered everything it handed out, not after
 // every poll. A rebalance that comes meanwhile (onBlocked) asks for a
-// checkpoint at once, the source polls nothing more, passes the
-// checkpoint's barrier, and lets the rebalance proceed after it: a move
+// checkpoint at once; the source puts back what it has not handed out of
+// the poll (hurried), polls nothing more, passes the checkpoint's
+// barrier, and lets the rebalance proceed after it: a move
 // of tasks then finds everything the run read checkpointed (exactly once,
 // committed in the transaction before the group's revoke aborts the
 // next), and the run that ends for it redoes nothing. A rebalance that
