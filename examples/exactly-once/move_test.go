@@ -8,24 +8,18 @@ import (
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
 )
 
-// TestSharedMoveRedoesNothing runs pipeline-shared.yaml with checkpoints
-// only every 5 seconds, first as instance a alone, then with b, to which
-// the group moves half of a's tasks while the stream flows (a reads on
-// after it). The move
-// waits for a checkpoint that a takes at once, so a's run, which ends
-// for the tasks it lost, starts again reading none of its records a
-// second time (without that, it would read again up to 5 seconds of
-// them). Then b stops cleanly and a takes its tasks back. Exactly once,
-// the read_committed output is the reference exactly; at least once,
-// every window with the right sum, and nothing else but repeats.
+// TestSharedMoveRedoesNothing runs pipeline-shared.yaml at least once
+// with checkpoints only every 5 seconds, first as instance a alone, then
+// with b, to which the group moves half of a's tasks while the stream
+// flows (a reads on after it). The move waits for a checkpoint that a
+// takes at once, so a's run, which ends for the tasks it lost, starts
+// again reading none of its records a second time (without that, it
+// would read again up to 5 seconds of them). Then b stops cleanly and a
+// takes its tasks back. Every window must come with the right sum, and
+// nothing else but repeats.
 func TestSharedMoveRedoesNothing(t *testing.T) {
 	t.Parallel()
-	for i, mode := range []string{"exactly_once", "at_least_once"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Parallel()
-			moveRedoesNothing(t, mode, newSharedRigAt(t, 11+uint64(i), true, moveRate))
-		})
-	}
+	moveRedoesNothing(t, "at_least_once", newSharedRigAt(t, 11, true, moveRate))
 }
 
 // moveRate is the readings a second of TestSharedMoveRedoesNothing: the

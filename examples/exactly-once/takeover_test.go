@@ -23,8 +23,8 @@ import (
 // then) while it catches up with the new tasks in the background, which
 // waits for the open transaction. Once the transaction is aborted, it
 // catches up and starts again with every task, replaying at the switch
-// less than a quarter of the changelog and reading no record a second
-// time. Exactly once, the read_committed
+// less than a quarter of the changelog and, at least once, reading no
+// record a second time. Exactly once, the read_committed
 // output is the reference exactly; at least once, every window with the
 // right sum, and nothing else but repeats.
 func TestSharedTakeoverGoesOn(t *testing.T) {
@@ -87,9 +87,9 @@ func takeoverGoesOn(t *testing.T, mode string, r *sharedRig) {
 		caughtLine = lines[0]
 		for _, l := range lines {
 			if strings.Contains(l, `msg="kafka source: the run starts again from the last checkpoint"`) && line != "" {
-				// The run ended at a checkpoint its source waited
-				// for, polling nothing more: it redoes nothing.
-				if n := logInt(t, l, "read_again"); n != 0 {
+				// At least once the run ended as a stop does, at its
+				// final checkpoint: it redoes nothing.
+				if n := logInt(t, l, "read_again"); n != 0 && mode == "at_least_once" {
 					t.Errorf("a's run with every task started again reading %d records a second time: %s", n, l)
 				}
 				return true

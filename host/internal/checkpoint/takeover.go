@@ -178,9 +178,6 @@ func (tk *takeover) finish() {
 	ck.caughtUp = true
 	ck.mu.Unlock()
 	// The run ends at the first checkpoint that records the caught-up
-	// state, since ending rolls back to it; its source polls nothing
-	// more until then, so that it redoes nothing.
-	if !ck.Tasks.AwaitCheckpoint() {
-		ck.checkpointSoon()
-	}
+	// state, since ending rolls back to it.
+	ck.checkpointSoon()
 }

@@ -9,23 +9,23 @@ import (
 )
 
 // A source sharing its group by task whose run can ask for a checkpoint at
-// once (Tasks.SetCheckpointNow) lets the group's rebalances proceed only
-// at checkpoints, as Kafka Streams commits its tasks before it gives one
-// up. The client blocks rebalances from a poll that returned records
-// until AllowRebalance (kgo.BlockRebalanceOnPoll); the source calls it
-// once a checkpoint has covered everything it handed out, not after
-// every poll. A rebalance that comes meanwhile (onBlocked) asks for a
-// checkpoint at once; the source puts back what it has not handed out of
-// the poll (hurried), polls nothing more, passes the checkpoint's
-// barrier, and lets the rebalance proceed after it: a move
-// of tasks then finds everything the run read checkpointed (exactly once,
-// committed in the transaction before the group's revoke aborts the
-// next), and the run that ends for it redoes nothing. A rebalance that
-// does not wait (no records polled since the last checkpoint) finds the
-// same. The exception is a session the group has ended (the callback
-// waiting is OnPartitionsLost): the group has given the tasks to others,
-// so the source writes nothing more for them and lets the callback run at
-// once, the run rolling back to its last checkpoint as before.
+// once (Tasks.SetCheckpointNow: at least once) lets the group's rebalances
+// proceed only at checkpoints, as Kafka Streams commits its tasks before
+// it gives one up. The client blocks rebalances from a poll that returned
+// records until AllowRebalance (kgo.BlockRebalanceOnPoll); the source
+// calls it once a checkpoint has covered everything it handed out, not
+// after every poll. A rebalance that comes meanwhile (onBlocked) asks for
+// a checkpoint at once; the source puts back what it has not handed out
+// of the poll (hurried), polls nothing more, passes the checkpoint's
+// barrier, and lets the rebalance proceed after it: a move of tasks then
+// finds everything the run read checkpointed, and the run that ends for
+// it redoes nothing. A rebalance that does not wait (no records polled
+// since the last checkpoint) finds the same. The exception is a session
+// the group has ended (the callback waiting is OnPartitionsLost): the
+// group has given the tasks to others, so the source writes nothing more
+// for them and lets the callback run at once, the run rolling back to its
+// last checkpoint as before. Exactly once, rebalances proceed after every
+// poll (see checkpoint.Setup.Run for why).
 
 // memberCheckTimeout bounds the question whether the group still lists
 // this member.

@@ -392,11 +392,9 @@ func (t *Tasks) atCheckpoints() bool {
 	return t.checkpointNow != nil
 }
 
-// AwaitCheckpoint starts a checkpoint at once, the source polling nothing
-// more until it has passed the checkpoint's barrier, and reports whether
-// it could (SetCheckpointNow): for a rebalance that waits for a
-// checkpoint, or a run that ends at one (exactly once, it rolls back to
-// it, and so redoes nothing).
+// AwaitCheckpoint starts a checkpoint at once for a rebalance that waits
+// for one, the source polling nothing more until it has passed the
+// checkpoint's barrier, and reports whether it could (SetCheckpointNow).
 func (t *Tasks) AwaitCheckpoint() bool {
 	t.mu.Lock()
 	now := t.checkpointNow
@@ -412,10 +410,7 @@ func (t *Tasks) AwaitCheckpoint() bool {
 // it awaited.
 func (t *Tasks) checkpointed() { t.awaiting.Store(false) }
 
-// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint):
-// its commit must not wait on the group for long, since, should a
-// rebalance wait for it, the group may be about to report the session
-// lost, which it cannot while the rebalance waits.
+// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint).
 func (t *Tasks) Awaiting() bool { return t != nil && t.awaiting.Load() }
 
 // StandbyTasks returns the tasks this member of the source's group keeps
