@@ -886,13 +886,13 @@ func (r *sourceRun) putBack(it *kgo.FetchesRecordIter) {
 }
 
 // hurried reports whether a rebalance waits for the poll being handed
-// out (Source.hurry), or the run awaits a checkpoint (Tasks.Awaiting),
+// out (Source.hurry), or the run awaits a checkpoint (Tasks.askCheckpoint),
 // and the run may stop handing it out: not while it drains the
 // repartition topic, whose count of records read is kept by whole polls
 // (noteDrained).
 func (r *sourceRun) hurried() bool {
 	s := r.s
-	if !s.hurry.Load() && !s.tasks.Awaiting() {
+	if !s.hurry.Load() && !s.tasks.awaitingCheckpoint() {
 		return false
 	}
 	s.mu.Lock()

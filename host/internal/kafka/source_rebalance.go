@@ -34,7 +34,7 @@ const memberCheckTimeout = 5 * time.Second
 // onBlocked is told, on a goroutine of its own, that a rebalance callback
 // waits for the poll being handed out (kgo.OnPartitionsCallbackBlocked).
 func (s *Source) onBlocked(ctx context.Context, _ *kgo.Client) {
-	if s.tasks != nil && s.tasks.atCheckpoints() && s.memberLive(ctx) && s.tasks.AwaitCheckpoint() {
+	if s.tasks != nil && s.tasks.atCheckpoints() && s.memberLive(ctx) && s.tasks.askCheckpoint() {
 		s.log.Debug("kafka source: a rebalance waits; it proceeds at the checkpoint asked for now", "group", s.group)
 		return // the checkpoint's request wakes the poll (engine.Out.PollContext)
 	}
@@ -104,13 +104,13 @@ func (s *Source) allowRebalance() {
 	s.cl.AllowRebalance()
 }
 
-// awaitCheckpoint, while the run awaits a checkpoint (Tasks.Awaiting),
+// awaitCheckpoint, while the run awaits a checkpoint (Tasks.askCheckpoint),
 // waits without polling until the checkpoint asks for the run's barrier,
 // and reports whether it did (false: the run ends, or an ended session
 // waits).
 func (r *sourceRun) awaitCheckpoint(pollCtx context.Context) bool {
 	s := r.s
-	if !s.tasks.Awaiting() || s.hurry.Load() {
+	if !s.tasks.awaitingCheckpoint() || s.hurry.Load() {
 		return false
 	}
 	wait, cancel := s.pollContext(r.out.PollContext(pollCtx))

@@ -26,8 +26,8 @@ import (
 // ErrTasksChanged: the run is rolled back to its last checkpoint and built
 // again for the tasks it now owns, restoring those new to it from their
 // changelog partitions, while its Source keeps its place in the group.
-// The group's rebalances proceed only at checkpoints (SetCheckpointNow),
-// so that last checkpoint is where the run was. A
+// At least once, the group's rebalances proceed only at checkpoints
+// (SetCheckpointNow), so that last checkpoint is where the run was. A
 // move that only gives it tasks lets the run go on with its own while the
 // new ones' state catches up in the background (SetCatchUp), their
 // partitions waiting; then, or at once without a catch-up, it stops the
@@ -77,7 +77,7 @@ type Tasks struct {
 	// checkpointNow, when set (SetCheckpointNow), starts a checkpoint at
 	// once: the source then lets a rebalance proceed only at a
 	// checkpoint (see source_rebalance.go); awaiting is set while the
-	// run polls nothing until the checkpoint asked for (AwaitCheckpoint).
+	// run polls nothing until the checkpoint asked for (askCheckpoint).
 	checkpointNow func()
 	awaiting      atomic.Bool
 }
@@ -377,7 +377,8 @@ func (t *Tasks) setWake(wake func()) {
 // engine's Checkpointing.Soon), or, with nil, that it cannot. While it
 // can, the source lets the group's rebalances proceed only at
 // checkpoints, so that a move of tasks finds everything the run read
-// checkpointed and the run redoes nothing. now must not block.
+// checkpointed and the run redoes nothing (checkpoint.Setup.Run sets it
+// at least once only). now must not block.
 func (t *Tasks) SetCheckpointNow(now func()) {
 	t.mu.Lock()
 	t.checkpointNow = now
@@ -392,10 +393,10 @@ func (t *Tasks) atCheckpoints() bool {
 	return t.checkpointNow != nil
 }
 
-// AwaitCheckpoint starts a checkpoint at once for a rebalance that waits
+// askCheckpoint starts a checkpoint at once for a rebalance that waits
 // for one, the source polling nothing more until it has passed the
 // checkpoint's barrier, and reports whether it could (SetCheckpointNow).
-func (t *Tasks) AwaitCheckpoint() bool {
+func (t *Tasks) askCheckpoint() bool {
 	t.mu.Lock()
 	now := t.checkpointNow
 	t.mu.Unlock()
@@ -410,8 +411,9 @@ func (t *Tasks) AwaitCheckpoint() bool {
 // it awaited.
 func (t *Tasks) checkpointed() { t.awaiting.Store(false) }
 
-// Awaiting reports whether the run awaits a checkpoint (AwaitCheckpoint).
-func (t *Tasks) Awaiting() bool { return t != nil && t.awaiting.Load() }
+// awaitingCheckpoint reports whether the run awaits a checkpoint
+// (askCheckpoint).
+func (t *Tasks) awaitingCheckpoint() bool { return t != nil && t.awaiting.Load() }
 
 // StandbyTasks returns the tasks this member of the source's group keeps
 // warm copies of with replicas standby replicas: the members, ordered by
