@@ -223,16 +223,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			if su.StandbyTasks != nil {
 				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
-			if su.TasksTopic == "" {
-				// A run that repartitions ends at once when given
-				// tasks: with the catching up, the last windows of
-				// examples/scale-out closed seconds late or never
-				// (TestScaleOut once; BenchmarkScaleOut's two and
-				// three instances at least once took twice the wall
-				// time, processing nothing meanwhile), not yet
-				// explained.
-				ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
-			}
+			ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
 		} else {

@@ -137,17 +137,16 @@ func (c *Changelog) EnsureTopic(ctx context.Context, inputs []string) error {
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	parts, err := topicPartitions(ctx, adm, c.topic)
+	parts, err := topicPartitions(ctx, cl, c.topic)
 	if err != nil {
 		return fmt.Errorf("changelog: describing topic %q: %w", c.topic, err)
 	}
 	if parts == 0 {
-		c.parts, err = c.create(ctx, adm, inputs)
+		c.parts, err = c.create(ctx, cl, inputs)
 		return err
 	}
 	c.parts = parts
-	if tasks, _, err := maxPartitions(ctx, adm, inputs); err == nil && tasks != parts {
+	if tasks, _, err := maxPartitions(ctx, cl, inputs); err == nil && tasks != parts {
 		c.log.Info("changelog: the topic keeps the partitions it was made with", "partitions", parts, "input_partitions", tasks)
 	}
 	return nil
@@ -158,10 +157,10 @@ const changelogInputPoll = time.Second
 
 // create creates the topic with as many partitions as the largest of
 // inputs, once one exists, and returns its partitions.
-func (c *Changelog) create(ctx context.Context, adm *kadm.Client, inputs []string) (int, error) {
+func (c *Changelog) create(ctx context.Context, cl *kgo.Client, inputs []string) (int, error) {
 	tasks, warned := 1, false
 	for len(inputs) > 0 {
-		n, found, err := maxPartitions(ctx, adm, inputs)
+		n, found, err := maxPartitions(ctx, cl, inputs)
 		if err != nil {
 			return 0, fmt.Errorf("changelog: describing the input topics: %w", err)
 		}
@@ -180,7 +179,7 @@ func (c *Changelog) create(ctx context.Context, adm *kadm.Client, inputs []strin
 		}
 	}
 	compact := "compact"
-	_, err := adm.CreateTopic(ctx, int32(tasks), -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
+	_, err := kadm.NewClient(cl).CreateTopic(ctx, int32(tasks), -1, map[string]*string{"cleanup.policy": &compact}, c.topic)
 	switch {
 	case err == nil:
 		return tasks, nil
@@ -190,7 +189,7 @@ func (c *Changelog) create(ctx context.Context, adm *kadm.Client, inputs []strin
 	// Another instance made it first; the metadata may take a moment to
 	// show it.
 	for {
-		parts, err := topicPartitions(ctx, adm, c.topic)
+		parts, err := topicPartitions(ctx, cl, c.topic)
 		if err != nil || parts > 0 {
 			return parts, err
 		}
@@ -203,38 +202,53 @@ func (c *Changelog) create(ctx context.Context, adm *kadm.Client, inputs []strin
 }
 
 // topicPartitions returns topic's partitions, or 0 if it does not exist.
-func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) (int, error) {
-	td, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	d, ok := td[topic]
-	switch {
-	case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
-		return 0, nil
-	case d.Err != nil:
-		return 0, d.Err
-	}
-	return len(d.Partitions), nil
+func topicPartitions(ctx context.Context, cl *kgo.Client, topic string) (int, error) {
+	counts, err := partitionCounts(ctx, cl, topic)
+	return counts[topic], err
 }
 
 // maxPartitions returns the partitions of the largest of topics (1 if
 // none exists), and whether any exists.
-func maxPartitions(ctx context.Context, adm *kadm.Client, topics []string) (n int, found bool, err error) {
+func maxPartitions(ctx context.Context, cl *kgo.Client, topics []string) (n int, found bool, err error) {
 	n = 1
 	if len(topics) == 0 {
 		return n, false, nil
 	}
-	td, err := adm.ListTopics(ctx, topics...)
+	counts, err := partitionCounts(ctx, cl, topics...)
 	if err != nil {
 		return 0, false, err
 	}
-	for _, d := range td {
-		if d.Err == nil && len(d.Partitions) > 0 {
-			n, found = max(n, len(d.Partitions)), true
-		}
+	for _, c := range counts {
+		n, found = max(n, c), true
 	}
 	return n, found, nil
+}
+
+// partitionCounts returns the partitions of each of topics that exists,
+// as the brokers say now. Not kadm's ListTopics: it answers from the
+// client's metadata cache, kept for kgo's MetadataMinAge (5 s), so a
+// topic another instance made a moment ago looked missing for that long
+// (an instance starting beside another waited 5 s for the changelog
+// topic the other had just made).
+func partitionCounts(ctx context.Context, cl *kgo.Client, topics ...string) (map[string]int, error) {
+	resp, err := topicsMetadata(ctx, cl, topics, false)
+	if err != nil {
+		return nil, err
+	}
+	counts := make(map[string]int, len(topics))
+	for _, t := range resp.Topics {
+		if t.Topic == nil {
+			continue
+		}
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+		case err != nil:
+			return nil, fmt.Errorf("topic %q: %w", *t.Topic, err)
+		case len(t.Partitions) > 0:
+			counts[*t.Topic] = len(t.Partitions)
+		}
+	}
+	return counts, nil
 }
 
 // partition returns the changelog partition of a state key: its record

@@ -728,3 +728,51 @@ func awaitOpenTxnWait[R any](t *testing.T, what string, logs *weirtest.SyncBuffe
 	})
 	return r, returned
 }
+
+// TestTopicPartitionsNow checks that a topic another client made a
+// moment after this one found it missing shows at once, for the changelog
+// and repartition topics that instances starting together race to make:
+// kadm's ListTopics answers from the client's metadata cache for 5 s.
+func TestTopicPartitionsNow(t *testing.T) {
+	cc := snkCluster(t, map[string]int32{"in": 6})
+	opts, err := cc.Opts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	other, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	ctx := context.Background()
+	steps := []struct {
+		name   string
+		create string // made by the other client before the step
+		topics []string
+		most   int
+		found  bool
+	}{
+		{name: "input only", topics: []string{"in", "made-later"}, most: 6, found: true},
+		{name: "missing", topics: []string{"made-later"}, most: 1},
+		{name: "made by another client", create: "made-later", topics: []string{"made-later"}, most: 9, found: true},
+	}
+	for _, st := range steps {
+		if st.create != "" {
+			if _, err := kadm.NewClient(other).CreateTopic(ctx, 9, -1, nil, st.create); err != nil {
+				t.Fatal(err)
+			}
+		}
+		most, found, err := maxPartitions(ctx, mine, st.topics)
+		if err != nil || most != st.most || found != st.found {
+			t.Errorf("%s: maxPartitions = %d, %v, %v; want %d, %v", st.name, most, found, err, st.most, st.found)
+		}
+	}
+	if n, err := topicPartitions(ctx, mine, "made-later"); err != nil || n != 9 {
+		t.Errorf("topicPartitions = %d, %v; want 9", n, err)
+	}
+}

@@ -558,10 +558,9 @@ func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic string, 
 		return 0, in, err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	counts, most := map[string]int32{}, int32(0)
 	for _, input := range inputs {
-		n, err := awaitInput(ctx, adm, topic, input, log)
+		n, err := awaitInput(ctx, cl, topic, input, log)
 		if err != nil {
 			return 0, in, err
 		}
@@ -571,15 +570,15 @@ func EnsureRepartitionTopic(ctx context.Context, cc ClientConfig, topic string, 
 		partitions = most
 	}
 	in = NewInputs(counts)
-	parts, err = createRepartitionTopic(ctx, adm, topic, partitions, log)
+	parts, err = createRepartitionTopic(ctx, cl, topic, partitions, log)
 	return parts, in, err
 }
 
 // awaitInput returns the partitions of a repartition topic's input
 // topic, waiting, while ctx lasts, for it to exist.
-func awaitInput(ctx context.Context, adm *kadm.Client, topic, input string, log *slog.Logger) (int32, error) {
+func awaitInput(ctx context.Context, cl *kgo.Client, topic, input string, log *slog.Logger) (int32, error) {
 	for warned := false; ; warned = true {
-		n, err := topicPartitions(ctx, adm, input)
+		n, err := topicPartitions(ctx, cl, input)
 		if err != nil {
 			return 0, fmt.Errorf("repartition topic %q: describing the input topic %q: %w", topic, input, err)
 		}
@@ -599,9 +598,9 @@ func awaitInput(ctx context.Context, adm *kadm.Client, topic, input string, log 
 
 // createRepartitionTopic creates topic with partitions partitions unless
 // it exists, and returns its partitions.
-func createRepartitionTopic(ctx context.Context, adm *kadm.Client, topic string, partitions int32, log *slog.Logger) (int32, error) {
+func createRepartitionTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32, log *slog.Logger) (int32, error) {
 	for {
-		n, err := topicPartitions(ctx, adm, topic)
+		n, err := topicPartitions(ctx, cl, topic)
 		if err != nil {
 			return 0, fmt.Errorf("repartition topic %q: %w", topic, err)
 		}
@@ -611,7 +610,7 @@ func createRepartitionTopic(ctx context.Context, adm *kadm.Client, topic string,
 			}
 			return int32(n), nil
 		}
-		_, err = adm.CreateTopic(ctx, partitions, -1, nil, topic)
+		_, err = kadm.NewClient(cl).CreateTopic(ctx, partitions, -1, nil, topic)
 		switch {
 		case err == nil:
 			return partitions, nil

@@ -99,14 +99,7 @@ func brokersAutoCreate(ctx context.Context, adm *kadm.Client) (auto, known bool)
 // autoCreateTopics asks for the topics' metadata allowing auto-creation,
 // and returns those the brokers still do not know.
 func autoCreateTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]string, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = true
-	for _, t := range topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := topicsMetadata(ctx, cl, topics, true)
 	if err != nil {
 		return nil, fmt.Errorf("asking the brokers for topics %s: %w", strings.Join(topics, ", "), err)
 	}
@@ -118,4 +111,19 @@ func autoCreateTopics(ctx context.Context, cl *kgo.Client, topics []string) ([]s
 	}
 	slices.Sort(missing)
 	return missing, nil
+}
+
+// topicsMetadata asks the brokers for the topics' metadata, allowing
+// them to create missing ones when autoCreate says so. It does not
+// answer from the client's metadata cache, as kadm does (for kgo's
+// MetadataMinAge, 5 s): a topic made a moment ago shows.
+func topicsMetadata(ctx context.Context, cl *kgo.Client, topics []string, autoCreate bool) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = autoCreate
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	return req.RequestWith(ctx, cl)
 }
