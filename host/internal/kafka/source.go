@@ -436,6 +436,9 @@ const (
 	srcDefaultMaxPoll        = 4096
 	srcDefaultFetchMaxBytes  = 8 << 20
 	srcCloseCommitTimeout    = 10 * time.Second
+	// srcCloseGrace is how long Close waits for the client to leave the
+	// group and close (Source.leave).
+	srcCloseGrace = time.Second
 	// srcFetchMaxWait is how long a broker may hold a fetch waiting for
 	// records: the Java consumer's fetch.max.wait.ms, which Kafka
 	// Streams keeps, not franz-go's 5 s. A broker answers a connection's
@@ -1420,6 +1423,57 @@ func (s *Source) waitInflight(tps map[string][]int32) int {
 	}
 }
 
+// leave leaves the group and closes the client, and reports whether that
+// ended within grace; if not, it goes on in the background. The client
+// leaves only once its group goroutine has: one waiting for a JoinGroup
+// answer waits for the rebalance, which a member gone without leaving (a
+// static member that stopped, a crash) holds up until its session times
+// out. The process need not wait for that: its final checkpoint is
+// taken. The leave is bounded too, so that an unreachable coordinator
+// cannot hold it up: the group then notices the member is gone after its
+// session timeout.
+func (s *Source) leave(grace time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// Leaving the group revokes everything; onRevoked finds nothing
+		// left to commit.
+		ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+		if lerr := s.cl.LeaveGroupContext(ctx); lerr != nil && ctx.Err() != nil {
+			s.log.Warn("kafka source: leaving the group timed out", "group", s.group)
+		}
+		cancel()
+		s.leaveStatic()
+		s.cl.Close()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		return false
+	}
+}
+
+// leaveStatic has a static member that gave way to another member
+// leave: a static member does not leave when it closes, and the group
+// would keep its place (and the other member wait) until its session
+// times out.
+func (s *Source) leaveStatic() {
+	s.mu.Lock()
+	leave := s.notSole != nil && s.instanceID != ""
+	s.mu.Unlock()
+	if !leave {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
+	defer cancel()
+	_, err := kadm.NewClient(s.cl).LeaveGroup(ctx, kadm.LeaveGroup(s.group).InstanceIDs(s.instanceID).Reason("weir: another instance is active"))
+	if err != nil {
+		s.log.Warn("kafka source: leaving the group as static member failed; the group keeps its place until its session times out",
+			"group", s.group, "instance_id", s.instanceID, "error", err)
+	}
+}
+
 // Close commits every completed offset, leaves the group and closes the
 // client. The engine calls it after Run returned and the sinks closed, so
 // every acknowledgement that will ever come has come. It returns an error if
@@ -1439,33 +1493,11 @@ func (s *Source) Close() error {
 			cancel()
 		}
 		s.bgCancel()
-		// Leaving the group revokes everything; onRevoked finds nothing
-		// left to commit. The leave is bounded, so that an unreachable
-		// coordinator cannot hold Close up: the group then notices the
-		// member is gone after its session timeout.
 		s.cl.AllowRebalance()
-		ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
-		if lerr := s.cl.LeaveGroupContext(ctx); lerr != nil && ctx.Err() != nil {
-			s.log.Warn("kafka source: leaving the group timed out", "group", s.group)
+		if !s.leave(srcCloseGrace) {
+			s.log.Info("kafka source: closing without waiting for the group: it is rebalancing, and waits for a member that is gone to rejoin or time out",
+				"group", s.group, "waited", srcCloseGrace)
 		}
-		cancel()
-		s.mu.Lock()
-		leaveStatic := s.notSole != nil && s.instanceID != ""
-		s.mu.Unlock()
-		if leaveStatic {
-			// A static member does not leave when it closes. One that
-			// gave way to another member must, or the group keeps its
-			// place (and the other member waits) until its session
-			// times out.
-			ctx, cancel := context.WithTimeout(context.Background(), srcCloseCommitTimeout)
-			_, lerr := kadm.NewClient(s.cl).LeaveGroup(ctx, kadm.LeaveGroup(s.group).InstanceIDs(s.instanceID).Reason("weir: another instance is active"))
-			cancel()
-			if lerr != nil {
-				s.log.Warn("kafka source: leaving the group as static member failed; the group keeps its place until its session times out",
-					"group", s.group, "instance_id", s.instanceID, "error", lerr)
-			}
-		}
-		s.cl.Close()
 		s.bg.Wait()
 		if err != nil {
 			s.closeErr = fmt.Errorf("kafka source %q: committing offsets on close: %w", s.name, err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weir-stream/weir/cmd/weir/weirtest"
@@ -77,4 +80,70 @@ func TestSourceRebalanceAtCheckpoint(t *testing.T) {
 	if last := covered[len(covered)-1]; last != len(sink.records()) {
 		t.Errorf("the last checkpoint before the move covered %d of the %d records the run handed out", last, len(sink.records()))
 	}
+}
+
+// TestSourceCloseDuringRebalance checks that closing a source does not
+// wait for a rebalance that waits for a member gone without leaving (a
+// static member that stopped): the source's client is in a JoinGroup the
+// group answers only once that member's session times out, and a
+// process stopping (its final checkpoint taken) has no reason to wait.
+func TestSourceCloseDuringRebalance(t *testing.T) {
+	t.Parallel()
+	_, cc := srcBroker(t, map[string]int32{"cd": 2})
+	const group = "closing"
+	gone := srcClient(t, cc, kgo.ConsumerGroup(group), kgo.ConsumeTopics("cd"), kgo.InstanceID("gone"), kgo.SessionTimeout(10*time.Second))
+	var logs weirtest.SyncBuffer
+	src := srcNewSource(t, cc, group, "cd", func(c *SourceConfig) {
+		c.InstanceID = "staying"
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	defer src.Close()
+	go gone.PollFetches(t.Context())
+	admCl := srcClient(t, cc)
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	weirtest.PollUntil(t, 30*time.Second, "both members in the group", func() bool {
+		return groupState(t, adm, group) == "Stable" && groupMembers(t, adm, group) == 2
+	})
+	gone.Close() // a static member: it does not leave
+
+	joiner := srcClient(t, cc, kgo.ConsumerGroup(group), kgo.ConsumeTopics("cd"))
+	defer joiner.Close()
+	go joiner.PollFetches(t.Context())
+	joins := strings.Count(logs.String(), "joining group")
+	weirtest.PollUntil(t, 30*time.Second, "the source to join the rebalance", func() bool {
+		return strings.Count(logs.String(), "joining group") > joins
+	})
+	src.Close()
+	if st := groupState(t, adm, group); st != "PreparingRebalance" {
+		t.Fatalf("the group is %s after the source closed; the test wants it still waiting for the member gone", st)
+	}
+	if !strings.Contains(logs.String(), "closing without waiting for the group") {
+		t.Errorf("the source did not say it closed without waiting:\n%s", logs.String())
+	}
+}
+
+// groupState returns the group's state as DescribeGroups gives it.
+func groupState(t *testing.T, adm *kadm.Client, group string) string {
+	t.Helper()
+	return describeGroup(t, adm, group).State
+}
+
+// groupMembers returns how many members DescribeGroups lists.
+func groupMembers(t *testing.T, adm *kadm.Client, group string) int {
+	t.Helper()
+	return len(describeGroup(t, adm, group).Members)
+}
+
+func describeGroup(t *testing.T, adm *kadm.Client, group string) kadm.DescribedGroup {
+	t.Helper()
+	ds, err := adm.DescribeGroups(t.Context(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := ds[group]
+	if !ok {
+		t.Fatalf("no description of group %q", group)
+	}
+	return d
 }
