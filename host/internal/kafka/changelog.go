@@ -224,8 +224,8 @@ func maxPartitions(ctx context.Context, cl *kgo.Client, topics []string) (n int,
 	return n, found, nil
 }
 
-// partitionCounts returns the partitions of each of topics that exists,
-// as the brokers say now. Not kadm's ListTopics: it answers from the
+// partitionCounts returns the partitions of each of topics that exists
+// and is ready, as the brokers say now. Not kadm's ListTopics: it answers from the
 // client's metadata cache, kept for kgo's MetadataMinAge (5 s), so a
 // topic another instance made a moment ago looked missing for that long
 // (an instance starting beside another waited 5 s for the changelog
@@ -241,7 +241,9 @@ func partitionCounts(ctx context.Context, cl *kgo.Client, topics ...string) (map
 			continue
 		}
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
-		case errors.Is(err, kerr.UnknownTopicOrPartition):
+		case errors.Is(err, kerr.UnknownTopicOrPartition), kerr.IsRetriable(err):
+			// Not made yet, or not ready (a topic just made may have
+			// no leader yet): as missing, which the callers wait out.
 		case err != nil:
 			return nil, fmt.Errorf("topic %q: %w", *t.Topic, err)
 		case len(t.Partitions) > 0:
