@@ -410,29 +410,100 @@ func BenchmarkScaleOut(b *testing.B) {
 	}
 }
 
+// BenchmarkScaleOutShared is BenchmarkScaleOut with the instances
+// started first: the readings are produced once each instance owns its
+// share of the tasks, so that the figures are those of instances that
+// share the work from the first record to the last, without the joins,
+// warm-ups and replays of instances that start together. The wall time
+// counts from the first reading produced.
+//
+//	go test ./examples/scale-out/ -run '^$' -bench ScaleOutShared -benchtime=1x -count=3
+func BenchmarkScaleOutShared(b *testing.B) {
+	const n = 600_000
+	for _, instances := range []int{1, 2, 3} {
+		b.Run(fmt.Sprintf("instances=%d", instances), func(b *testing.B) {
+			for range b.N {
+				scaleOutSharedRun(b, instances, n)
+			}
+		})
+	}
+}
+
 // scaleOutRun is one measured run of BenchmarkScaleOut.
 func scaleOutRun(b *testing.B, instances, n int) {
 	rs, sums := farmOf(rand.New(rand.NewPCG(1, 2)), n)
-	br, err := broker.Start(broker.Options{Topics: fmt.Sprintf("sensor.readings:%d,device.charge:%d,readings.dead:1", partitions, partitions)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer br.Close()
+	br := benchBroker(b)
 	_, done := produce(b, br.Addrs(), rs, 0)
 	done()
 	dir := b.TempDir()
 	weirtest.Weir(b) // built before the clock starts
 	b.ResetTimer()
 	start := time.Now()
+	procs := startInstances(b, br, dir, instances)
+	consume(b, br.Addrs(), len(sums), false)
+	reportRun(b, procs, n, time.Since(start))
+}
+
+// scaleOutSharedRun is one measured run of BenchmarkScaleOutShared.
+func scaleOutSharedRun(b *testing.B, instances, n int) {
+	rs, sums := farmOf(rand.New(rand.NewPCG(1, 2)), n)
+	br := benchBroker(b)
+	dir := b.TempDir()
+	weirtest.Weir(b)
+	b.ResetTimer()
+	procs := startInstances(b, br, dir, instances)
+	weirtest.PollUntil(b, 60*time.Second, "every instance to own tasks", func() bool {
+		return slices.IndexFunc(procs, func(p *weirtest.Proc) bool { return !ownsTasks(p, instances) }) < 0
+	})
+	start := time.Now()
+	_, done := produce(b, br.Addrs(), rs, 0)
+	done()
+	consume(b, br.Addrs(), len(sums), false)
+	reportRun(b, procs, n, time.Since(start))
+}
+
+// benchBroker starts an embedded broker with the example's topics, closed
+// when the benchmark ends.
+func benchBroker(b *testing.B) *broker.Broker {
+	br, err := broker.Start(broker.Options{Topics: fmt.Sprintf("sensor.readings:%d,device.charge:%d,readings.dead:1", partitions, partitions)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(br.Close)
+	return br
+}
+
+// startInstances starts the example's pipeline as n instances in one
+// group.
+func startInstances(b *testing.B, br *broker.Broker, dir string, n int) []*weirtest.Proc {
 	var procs []*weirtest.Proc
-	for i := range instances {
+	for i := range n {
 		name := fmt.Sprintf("i%d", i)
 		env := append(os.Environ(), "WEIR_KAFKA_BROKERS="+strings.Join(br.Addrs(), ","),
 			"WEIR_STATE_DIR="+filepath.Join(dir, "state-"+name), "WEIR_SOURCES_READINGS_INSTANCE_ID=bench-"+name)
 		procs = append(procs, weirtest.Start(b, dir, name, env, "run", "pipeline.yaml"))
 	}
-	consume(b, br.Addrs(), len(sums), false)
-	wall := time.Since(start)
+	return procs
+}
+
+// ownsTasks reports whether an instance of n has said last that it runs
+// with tasks: one alone, that it routes in process; one of several, that
+// it goes through the repartition topic for some tasks.
+func ownsTasks(p *weirtest.Proc, n int) bool {
+	log, _ := os.ReadFile(p.Log)
+	if n == 1 {
+		return bytes.Contains(log, []byte("the key_by's records are routed in process"))
+	}
+	i := bytes.LastIndex(log, []byte("the key_by's records go through the repartition topic"))
+	if i < 0 || bytes.Contains(log[i:], []byte("moved tasks")) || bytes.Contains(log[i:], []byte("gave this instance tasks")) {
+		return false
+	}
+	line, _, _ := bytes.Cut(log[i:], []byte("\n"))
+	return bytes.Contains(line, []byte(`tasks="[`)) && !bytes.Contains(line, []byte(`tasks="[]"`))
+}
+
+// reportRun stops the instances and reports the run's figures.
+func reportRun(b *testing.B, procs []*weirtest.Proc, n int, wall time.Duration) {
 	var cpu time.Duration
 	for _, p := range procs {
 		p.Cmd.Process.Signal(syscall.SIGTERM)
