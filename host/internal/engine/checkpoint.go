@@ -167,7 +167,9 @@ type CheckpointListener interface {
 // Restorer is an operator whose in-memory state must be rebuilt from its
 // store when a run continues from a checkpoint. The engine calls Restore
 // once, before any Process, with the checkpoint's watermark and which
-// record keys this instance owns.
+// record keys this instance owns. The instances of different workers
+// restore at the same time, each on its own goroutine: what they share
+// (the store, a config) they may only read, or must guard.
 type Restorer interface {
 	Restore(ctx context.Context, wm int64, owns func(key []byte) bool) error
 }

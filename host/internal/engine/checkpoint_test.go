@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func (s *countSource) Run(ctx context.Context, out *Out) error {
 type summer struct {
 	store    state.Store
 	sums     map[string]int64
-	restored *int64 // the watermark Restore was given
+	restored *atomic.Int64 // the watermark Restore was given
 }
 
 func (o *summer) Name() string                { return "sum" }
@@ -64,7 +65,7 @@ func (o *summer) Process(_ context.Context, in []record.Record, out *record.Outp
 }
 
 func (o *summer) Restore(_ context.Context, wm int64, owns func([]byte) bool) error {
-	*o.restored = wm
+	o.restored.Store(wm)
 	return o.store.(state.Scanner).Scan(nil, func(k, v []byte) error {
 		if owns(k) {
 			n, err := strconv.ParseInt(string(v), 10, 64)
@@ -104,7 +105,7 @@ func (s *memSink) snapshot() []string {
 type ckptRun struct {
 	sink     *memSink
 	store    *state.Memory
-	restored int64
+	restored atomic.Int64
 	cps      []*Checkpoint
 	stores   []*state.Memory // a copy of the store at each checkpoint
 	sinkLen  []int           // what the sink held at each checkpoint
@@ -115,7 +116,8 @@ type ckptRun struct {
 // failAt makes the commit of that epoch fail, as a crash would.
 func runSummer(t *testing.T, n, par int, restore *Checkpoint, store *state.Memory, failAt uint64) (*ckptRun, error) {
 	t.Helper()
-	r := &ckptRun{sink: &memSink{}, store: store, restored: math.MinInt64 + 1}
+	r := &ckptRun{sink: &memSink{}, store: store}
+	r.restored.Store(math.MinInt64 + 1)
 	if r.store == nil {
 		r.store = state.NewMemory()
 	}
@@ -201,8 +203,8 @@ func TestCheckpointResume(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resumed.restored != cp.Watermark {
-				t.Fatalf("operators restored at watermark %d, want %d", resumed.restored, cp.Watermark)
+			if got := resumed.restored.Load(); got != cp.Watermark {
+				t.Fatalf("operators restored at watermark %d, want %d", got, cp.Watermark)
 			}
 			if resumed.cps[0].Epoch != cp.Epoch+1 {
 				t.Fatalf("first epoch after resuming %d, want %d", resumed.cps[0].Epoch, cp.Epoch+1)

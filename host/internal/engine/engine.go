@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -168,20 +169,42 @@ func (p *Pipeline) closeOutputs() []error {
 
 // restoreOperators rebuilds the in-memory state of every operator that is
 // a Restorer, each instance taking the record keys routed to its worker
-// and the watermark its segment was given (wm).
+// and the watermark its segment was given (wm). The workers restore side
+// by side, each its operators in order: each instance scans the whole of
+// its operator's state for its keys, so one after the other the scans
+// would add up, par of them for each keyed operator.
 func (p *Pipeline) restoreOperators(ctx context.Context, segs []*segment, par int, wm func(*segment) int64) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
 	for _, s := range segs {
+		at := wm(s)
 		for w, ops := range s.ops {
-			owns := owner{w, par, p.OwnsKey}.owns
-			for j, op := range ops {
-				r, ok := op.(Restorer)
-				if !ok {
-					continue
+			wg.Go(func() {
+				if err := p.restoreWorker(ctx, s, ops, owner{w, par, p.OwnsKey}.owns, at); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
 				}
-				if err := r.Restore(ctx, wm(s), owns); err != nil {
-					return fmt.Errorf("operator %q: restoring state: %w", p.Steps[s.first+j].Name, err)
-				}
-			}
+			})
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// restoreWorker restores the operators of one worker of segment s, in
+// order, stopping at the first that fails.
+func (p *Pipeline) restoreWorker(ctx context.Context, s *segment, ops []Operator, owns func([]byte) bool, wm int64) error {
+	for j, op := range ops {
+		r, ok := op.(Restorer)
+		if !ok {
+			continue
+		}
+		if err := r.Restore(ctx, wm, owns); err != nil {
+			return fmt.Errorf("operator %q: restoring state: %w", p.Steps[s.first+j].Name, err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package window
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,6 +186,56 @@ func BenchmarkRestart(b *testing.B) {
 				b.StartTimer()
 			}
 			b.ReportMetric(heap/float64(n), "heap-B/key")
+		})
+	}
+	// Two workers, each restoring the keys routed to it, as the engine's
+	// restoreOperators has them: each scans the whole state.
+	for _, side := range []bool{false, true} {
+		name := "workers=2/one-after-the-other"
+		if side {
+			name = "workers=2/side-by-side"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				start := time.Now()
+				st := open()
+				ops := make([]*Operator, 2)
+				restore := func(w int) error {
+					c := cfg
+					c.Store = st
+					op, err := New(c)
+					if err != nil {
+						return err
+					}
+					ops[w] = op
+					return op.Restore(ctx, base, func(k []byte) bool { return len(k) > 0 && int(k[len(k)-1])%2 == w })
+				}
+				var errs [2]error
+				if side {
+					var wg sync.WaitGroup
+					for w := range 2 {
+						wg.Go(func() { errs[w] = restore(w) })
+					}
+					wg.Wait()
+				} else {
+					for w := range 2 {
+						errs[w] = restore(w)
+					}
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "s/restart")
+				b.StopTimer()
+				if err := errors.Join(errs[:]...); err != nil {
+					b.Fatal(err)
+				}
+				if got := len(ops[0].keys) + len(ops[1].keys); got != n {
+					b.Fatalf("restored %d keys, want %d", got, n)
+				}
+				for _, op := range ops {
+					op.Close(ctx)
+				}
+				st.Close()
+				b.StartTimer()
+			}
 		})
 	}
 }
