@@ -445,8 +445,9 @@ const (
 	// requests in order, so a fetch the source's rewind to a checkpoint
 	// (a move of tasks, an aborted transaction) leaves waiting there
 	// holds the next one, from the new offsets, for that long:
-	// BenchmarkScaleOut's runs of two and three instances exactly once
-	// took 6.7 s instead of about 2 s in 2 of 4 with franz-go's.
+	// with franz-go's, BenchmarkScaleOut's runs of two and three
+	// instances exactly once took 6.5 s or more in 10 of 16, against at
+	// most 4.3 s with this.
 	srcFetchMaxWait = 500 * time.Millisecond
 	// srcDefaultRepartitionPurge is SourceConfig.RepartitionPurge's
 	// default, Kafka Streams' repartition.purge.interval.ms.
