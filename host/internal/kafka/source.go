@@ -1496,7 +1496,7 @@ func (s *Source) Close() error {
 		s.bgCancel()
 		s.cl.AllowRebalance()
 		if !s.leave(srcCloseGrace) {
-			s.log.Info("kafka source: closing without waiting for the group: it is rebalancing, and waits for a member that is gone to rejoin or time out",
+			s.log.Info("kafka source: closing without waiting for the group to let this member go (a rebalance waiting for a member gone without leaving, or an unreachable coordinator); the leave goes on in the background",
 				"group", s.group, "waited", srcCloseGrace)
 		}
 		s.bg.Wait()
