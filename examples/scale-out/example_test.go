@@ -398,17 +398,8 @@ func firstDiff(a, b []string) int {
 // process, is not counted), and the wall time until the last window is
 // out. Each iteration is a whole run: use -benchtime=1x.
 //
-//	go test ./examples/scale-out/ -run '^$' -bench ScaleOut -benchtime=1x -count=3
-func BenchmarkScaleOut(b *testing.B) {
-	const n = 600_000
-	for _, instances := range []int{1, 2, 3} {
-		b.Run(fmt.Sprintf("instances=%d", instances), func(b *testing.B) {
-			for range b.N {
-				scaleOutRun(b, instances, n)
-			}
-		})
-	}
-}
+//	go test ./examples/scale-out/ -run '^$' -bench 'ScaleOut$' -benchtime=1x -count=3
+func BenchmarkScaleOut(b *testing.B) { benchInstances(b, scaleOutRun) }
 
 // BenchmarkScaleOutShared is BenchmarkScaleOut with the instances
 // started first: the readings are produced once each instance owns its
@@ -418,12 +409,16 @@ func BenchmarkScaleOut(b *testing.B) {
 // counts from the first reading produced.
 //
 //	go test ./examples/scale-out/ -run '^$' -bench ScaleOutShared -benchtime=1x -count=3
-func BenchmarkScaleOutShared(b *testing.B) {
+func BenchmarkScaleOutShared(b *testing.B) { benchInstances(b, scaleOutSharedRun) }
+
+// benchInstances runs run, whole runs over 600,000 readings, for 1, 2
+// and 3 instances.
+func benchInstances(b *testing.B, run func(b *testing.B, instances, n int)) {
 	const n = 600_000
 	for _, instances := range []int{1, 2, 3} {
 		b.Run(fmt.Sprintf("instances=%d", instances), func(b *testing.B) {
 			for range b.N {
-				scaleOutSharedRun(b, instances, n)
+				run(b, instances, n)
 			}
 		})
 	}
