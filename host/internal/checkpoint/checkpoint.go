@@ -251,7 +251,8 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 		// member's rejoin past the other members' quick check for the
 		// cooperative rebalance's second round, which then waits for
 		// their next heartbeat, the commits of the rejoining member
-		// stalling meanwhile (BenchmarkScaleOut: twice the wall time).
+		// stalling meanwhile (BenchmarkScaleOut: twice the wall time,
+		// measured before the source's fetch wait came down to 500 ms).
 		ck.Tasks.SetCheckpointNow(ck.checkpointSoon)
 		closeChangelog := close
 		close = func() {
