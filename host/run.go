@@ -59,7 +59,9 @@ func (s Summary) LogValue() slog.Value {
 // tasks, stops at a final one) and starts again for the tasks it owns,
 // without leaving the process or the group; given tasks and losing none,
 // it first goes on with its own while the new ones' state catches up
-// from their changelog partitions; a run that owns every task
+// from their changelog partitions, and the next run keeps the last one's
+// keyed operators, restoring only the new tasks' state, loaded while the
+// last one went on; a run that owns every task
 // and first had to apply what its repartition topic held stops at a
 // checkpoint once it has, and the next routes the key_by in process.
 // Another pipeline that keeps
@@ -86,6 +88,7 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 	for {
 		sum, err := p.runOnce(ctx, carry, total)
 		total.add(sum)
+		p.keepOperators(ctx, carry, err)
 		switch {
 		case err == nil:
 			return total, nil
@@ -137,6 +140,24 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 		default:
 			return total, err
 		}
+	}
+}
+
+// keepOperators lets the next run go on with the keyed operators'
+// instances of the last when err says the group only moved tasks to the
+// instance (assembly.Carry.KeepOperators), and closes them otherwise.
+func (p *Pipeline) keepOperators(ctx context.Context, carry *assembly.Carry, err error) {
+	switch {
+	case ctx.Err() != nil:
+	case errors.Is(err, errTasksGained):
+		carry.KeepOperators(false)
+		return
+	case errors.Is(err, kafka.ErrTasksChanged) && !errors.Is(err, kafka.ErrFenced):
+		carry.KeepOperators(true)
+		return
+	}
+	if derr := carry.DropOperators(context.WithoutCancel(ctx)); derr != nil {
+		p.opts.Logger.Warn("closing the operators the last run kept", "pipeline", p.cfg.Name, "error", derr)
 	}
 }
 

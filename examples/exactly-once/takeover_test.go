@@ -102,6 +102,12 @@ func takeoverGoesOn(t *testing.T, mode string, r *sharedRig) {
 	})
 	t.Logf("after the kill: catching up from %.1f s, the open transaction aborted at %.1f s; the switch took %s (caught up to the restored run)",
 		began.Seconds(), aborted.Seconds(), logTime(t, line).Sub(logTime(t, caughtLine)))
+	// The run stopped at a checkpoint (at least once its final one;
+	// exactly once the one recording the caught-up state, its
+	// transaction then aborting with nothing after it), so the next
+	// goes on with its keyed operators' instances, the gained tasks'
+	// state loaded while it went on with its own.
+	checkKeptOperators(t, readLog(a.p), caughtLine)
 	got := consumeUntil(t, r.b.Addrs(), r.want, mode == "exactly_once", a.p.Done)
 	checkTail(t, r.b.Addrs(), changelog, line)
 	stopCleanly(t, "a", a.p)
@@ -159,4 +165,23 @@ func nthIndex(s, sub string, n int) int {
 		return -1
 	}
 	return at + i
+}
+
+// checkKeptOperators checks that the run started after log line from
+// went on with the last run's keyed operators, every instance with the
+// gained tasks' state preloaded.
+func checkKeptOperators(t *testing.T, log, from string) {
+	t.Helper()
+	const kept = `msg="the run goes on with the last run's keyed operators`
+	rest := log[strings.Index(log, from):]
+	i := strings.Index(rest, kept)
+	if i < 0 {
+		t.Fatalf("the run after the catch-up did not go on with the last run's keyed operators; log since:\n%s", rest)
+	}
+	l := rest[i:]
+	l = l[:strings.IndexByte(l, '\n')]
+	if n, p := logInt(t, l, "instances"), logInt(t, l, "preloaded"); n == 0 || p != n {
+		t.Fatalf("the run went on with %d keyed operator instances, %d of them with the gained tasks preloaded; want all: %s", n, p, l)
+	}
+	t.Logf("kept: %s", l)
 }

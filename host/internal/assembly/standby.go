@@ -2,10 +2,13 @@ package assembly
 
 import (
 	"context"
+	"slices"
 
 	"github.com/weir-stream/weir/host/internal/checkpoint"
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
+	"github.com/weir-stream/weir/host/internal/task"
 )
 
 // awaitSoleMember waits, as a standby, until the consumer group of every
@@ -45,7 +48,36 @@ func (b *builder) awaitSoleMember(ctx context.Context) error {
 func (b *builder) checkpointSetup() checkpoint.Setup {
 	return checkpoint.Setup{Config: b.Config, Store: b.Store, Logger: b.Logger.With("pipeline", b.Config.Name),
 		Kafka: b.cc, Txn: b.txn, KafkaRun: b.kafkaRun, Keyed: b.keyed, SyncOutputs: b.run.Engine.SyncOutputs, OnRestore: b.OnRestore, OnCommit: b.OnCommit,
-		Tasks: b.taskSet(), TasksTopic: b.repartTopic(), Resumed: b.resumed, StandbyTasks: b.standbyTasks()}
+		Tasks: b.taskSet(), TasksTopic: b.repartTopic(), Resumed: b.resumed, StandbyTasks: b.standbyTasks(),
+		Preload: b.preload(), Replayed: b.replayed()}
+}
+
+// preload returns what makes, while a run sharing its group by task
+// catches up with tasks it was given, the keyed operators' instances of
+// those tasks for the next run (engine.Kept.Preload); nil for another.
+func (b *builder) preload() func(context.Context, []int32) error {
+	t := b.taskSet()
+	if t == nil {
+		return nil
+	}
+	kept := b.Carry.kept()
+	return func(ctx context.Context, tasks []int32) error {
+		n := t.Count()
+		return kept.Preload(ctx, tasks, func(k []byte) int32 { return int32(task.Of(k, n)) })
+	}
+}
+
+// replayed returns what is told that a run's set-up replayed changes
+// into the store: the instances the last run kept may no longer match it.
+func (b *builder) replayed() func() {
+	if b.taskSet() == nil {
+		return nil
+	}
+	return func() {
+		if err := b.Carry.DropOperators(context.Background()); err != nil {
+			b.Logger.Warn("closing the operators the last run kept", "pipeline", b.Config.Name, "error", err)
+		}
+	}
 }
 
 // checkpoints brings the state to the last checkpoint and sets up the
@@ -59,8 +91,10 @@ func (b *builder) checkpoints(ctx context.Context) error {
 	b.run.stops = append(b.run.stops, closeChangelog)
 	if t := b.taskSet(); t != nil {
 		b.run.Tasks = t
-		if t.Count() > 1 {
+		if n := t.Count(); n > 1 {
 			b.run.Engine.OwnsKey = t.OwnsKey()
+			b.run.Engine.Tasks = &engine.Tasks{Of: func(k []byte) int32 { return int32(task.Of(k, n)) },
+				Owned: slices.Clone(t.Begun()), Kept: b.Carry.kept(), OnKept: b.onKept}
 		}
 	}
 	return nil
@@ -83,4 +117,11 @@ func (b *builder) taskSet() *kafka.Tasks {
 		return nil
 	}
 	return b.Carry.tasks
+}
+
+// onKept logs that a run goes on with the keyed operators' instances of
+// the last (engine.Tasks.OnKept).
+func (b *builder) onKept(kept, preloaded int) {
+	b.Logger.Info("the run goes on with the last run's keyed operators: only the tasks given since restore their state",
+		"pipeline", b.Config.Name, "instances", kept, "preloaded", preloaded)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/weir-stream/weir/host/internal/config"
+	"github.com/weir-stream/weir/host/internal/engine"
 	"github.com/weir-stream/weir/host/internal/kafka"
 	"github.com/weir-stream/weir/host/internal/operator"
 )
@@ -24,6 +25,43 @@ type Carry struct {
 	source  *kafka.Source
 	tasks   *kafka.Tasks
 	drained atomic.Bool // the run stopped having drained its repartition topic
+	// ops keeps the keyed operators' instances of a run for the next
+	// (engine.Kept): KeepOperators arms it, DropOperators empties it.
+	ops *engine.Kept
+}
+
+// kept returns the Carry's engine.Kept, made at first use.
+func (c *Carry) kept() *engine.Kept {
+	if c.ops == nil {
+		c.ops = engine.NewKept()
+	}
+	return c.ops
+}
+
+// KeepOperators lets the next run go on with the keyed operators'
+// instances of the last, which stopped because the group only gave the
+// instance tasks: it restores only theirs. The last run stopped at its
+// final checkpoint, or, rolledBack, ended without one and its state was
+// rolled back to its last checkpoint (exactly once); the instances are
+// then kept only if they hold that checkpoint's state (engine.Kept.Arm).
+func (c *Carry) KeepOperators(rolledBack bool) {
+	if c == nil || c.ops == nil {
+		return
+	}
+	if c.tasks != nil && c.tasks.Lost() {
+		c.ops.Drop(context.Background())
+		return
+	}
+	c.ops.Arm(rolledBack)
+}
+
+// DropOperators closes the keyed operators' instances the last run left:
+// the next one restores every task's state.
+func (c *Carry) DropOperators(ctx context.Context) error {
+	if c == nil || c.ops == nil {
+		return nil
+	}
+	return c.ops.Drop(ctx)
 }
 
 // Drained reports whether the last run stopped because it had read what
@@ -71,10 +109,14 @@ func (c *Carry) WaitMoved(ctx context.Context, d time.Duration) bool {
 // again (a static member under the same instance id) and moves them at
 // its first assignment.
 func (c *Carry) Close() error {
-	if c == nil || c.source == nil {
+	if c == nil {
 		return nil
 	}
-	err := c.source.Close()
+	err := c.DropOperators(context.Background())
+	if c.source == nil {
+		return err
+	}
+	err = errors.Join(err, c.source.Close())
 	c.source = nil
 	return err
 }

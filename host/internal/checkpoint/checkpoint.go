@@ -159,6 +159,15 @@ type Setup struct {
 	// (checkpoints.standby_replicas), and those it warms up to take
 	// over.
 	StandbyTasks func(context.Context) ([]int32, error)
+	// Preload, if set, is called when the tasks a run was given have
+	// caught up with their changelog partitions, before the run ends to
+	// start again with them: it may make their operators' state ahead of
+	// the next run (engine.Kept.Preload) while the run goes on. The state
+	// of those tasks does not change until the next run's set-up, which
+	// calls Replayed if it changes any.
+	Preload func(ctx context.Context, tasks []int32) error
+	// Replayed, if set, is called when Run replayed changes into the store.
+	Replayed func()
 }
 
 // Run prepares a run's checkpoints, once its sources exist:
@@ -224,6 +233,7 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 				ck.standbys = &standbys{r: r, tasks: su.StandbyTasks, warmed: su.Tasks.SetWarm}
 			}
 			ck.takeover = newTakeover(ck, su.restorer(cs, su.OnRestore), su.Tasks)
+			ck.takeover.preload = su.Preload
 			res, err = r.replayTasks(ctx, &meta, su.Tasks.Begin())
 			ck.taskMarkers = meta.TaskMarkers
 		} else {
@@ -233,6 +243,9 @@ func (su Setup) Run(ctx context.Context) (_ *engine.Checkpointing, close func(),
 			return nil, close, err
 		}
 		ck.offsets = append(meta.Offsets(), make([]int64, max(cl.Partitions()-len(meta.Offsets()), 0))...)
+		if res.Changes > 0 && su.Replayed != nil {
+			su.Replayed()
+		}
 		if res.Changes > 0 || res.Meta() != nil {
 			su.Logger.Info("state restored from the changelog",
 				"changes", res.Changes, "changelog_offsets", res.Next, "took", time.Since(start))

@@ -40,8 +40,11 @@ type takeover struct {
 	r      restorer
 	tasks  *kafka.Tasks
 	signal chan struct{} // a gain to catch up with (notify)
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// preload, if set, makes the caught-up tasks' operators' state ahead
+	// of the next run (Setup.Preload).
+	preload func(ctx context.Context, tasks []int32) error
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 func newTakeover(ck *Coordinator, r restorer, tasks *kafka.Tasks) *takeover {
@@ -132,7 +135,7 @@ func (tk *takeover) catchUp(ctx context.Context) {
 		}
 		log.Info("tasks given to this instance caught up with their changelog partitions; the run starts again with them",
 			"tasks", pending, "changes", res.Changes, "took", time.Since(start))
-		tk.finish()
+		tk.finish(ctx, pending)
 		return
 	}
 }
@@ -164,12 +167,22 @@ func (tk *takeover) pass(ctx context.Context, pending []int32) (kafka.ReplayResu
 	return res, nil
 }
 
-// finish ends the run now that the tasks it was given are current: at
-// least once at once, its final checkpoint recording where their state
-// stands; exactly once at the next checkpoint, asked for now, since the
-// run rolls back to its last checkpoint as it ends.
-func (tk *takeover) finish() {
+// finish ends the run now that the tasks it was given (pending) are
+// current, once their operators' state is preloaded for the next run,
+// which goes on with the run's own: at least once at once, its final
+// checkpoint recording where their state stands; exactly once at the
+// next checkpoint, asked for now, since the run rolls back to its last
+// checkpoint as it ends.
+func (tk *takeover) finish(ctx context.Context, pending []int32) {
 	ck := tk.ck
+	if tk.preload != nil {
+		start := time.Now()
+		if err := tk.preload(ctx, pending); err != nil {
+			tk.r.log.Warn("tasks given to this instance: preloading their operators' state failed; the next run restores it", "tasks", pending, "error", err)
+		} else {
+			tk.r.log.Info("tasks given to this instance: their operators' state is loaded, while the run went on with its own", "tasks", pending, "took", time.Since(start))
+		}
+	}
 	if ck.Txn == nil {
 		tk.tasks.CaughtUp()
 		return

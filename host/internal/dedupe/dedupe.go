@@ -159,6 +159,10 @@ func (o *Operator) Restore(_ context.Context, wm int64, owns func(key []byte) bo
 	return o.index()
 }
 
+// ResumeWatermark implements engine.WatermarkResumer: a dedupe restored
+// ahead of its run goes on from wm, as if Restore had been given it.
+func (o *Operator) ResumeWatermark(wm int64) { o.wm = max(o.wm, wm) }
+
 // index loads the owned held times from the store, once. The store lists
 // each key's times in ascending order.
 func (o *Operator) index() error {

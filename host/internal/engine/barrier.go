@@ -116,6 +116,7 @@ func (r *runner) checkpoint(requested time.Time) error {
 		}
 		return fmt.Errorf("checkpoint %d: %w", r.epoch, err)
 	}
+	r.changed.Store(false) // quiesced: nothing runs until the sources go on
 	if err := r.notifyListeners(cp); err != nil {
 		return err
 	}

@@ -174,6 +174,19 @@ type Restorer interface {
 	Restore(ctx context.Context, wm int64, owns func(key []byte) bool) error
 }
 
+// WatermarkResumer is a Restorer whose Restore takes nothing from wm but
+// the watermark the instance goes on from. An instance restored ahead of
+// its run (Kept.Preload), with NoWatermark, is given the run's watermark
+// by ResumeWatermark before anything else: it then holds what Restore
+// with that watermark would have made, and fires nothing for it. Being
+// one also says that an instance may outlive the run it was made for,
+// and so the context Step.New was given: a run split by task keeps such
+// instances for the next (Tasks).
+type WatermarkResumer interface {
+	Restorer
+	ResumeWatermark(wm int64)
+}
+
 // FileOutput is a sink or dead-letter output kept in a local file
 // (NewFileSink, NewDeadLetterFile). It appends, and the file is positioned
 // once per run, before anything is written to it: by Resume in a run that

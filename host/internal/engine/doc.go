@@ -95,6 +95,13 @@
 // routed to its worker. The pause costs the time to drain the pipeline:
 // with the default queue depth, a few batches per worker.
 //
+// A run whose keyed state is split by task among instances sharing a
+// consumer group (Tasks) may hand its keyed operators' instances to the
+// next run of the pipeline (Kept), which, when the group only gave the
+// instance tasks, goes on with them: each becomes a split, the instance
+// of the tasks kept and one per gain, restored for the gained tasks'
+// keys alone, or preloaded while the last run still went on.
+//
 // # Stopping
 //
 // Cancelling Run's context stops the sources; what they already read drains
@@ -133,6 +140,9 @@
 //     checkpoint data.
 //   - sinkloop.go: the sink loop, which writes pieces to the outputs and
 //     flushes them.
+//   - tasks.go: in a run split by task, the keyed operators' instances
+//     kept from one run to the next (Kept) and the split that routes a
+//     worker's records to the instance of their task.
 //
 // Shutdown runs down the chain: the sources end, then the dispatcher
 // closes the first segment's queues, each segment's workers, once all have

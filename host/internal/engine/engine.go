@@ -77,6 +77,10 @@ type Pipeline struct {
 	// (a run sharing its consumer group by task): operators restore and
 	// clean up only those (KeyOwner).
 	OwnsKey func(key []byte) bool
+	// Tasks, if set, says how keyed state is split by task in such a
+	// run, and may keep the keyed operators' instances for the next run
+	// (see Tasks).
+	Tasks *Tasks
 	// Repartitions are the key_by steps whose records cross instances
 	// through a topic rather than moving between workers in the process
 	// (see Repartition).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,12 @@ type runner struct {
 	restore               *Checkpoint    // the checkpoint the run continues from, or nil
 
 	segs []*segment
+	// shape is the run's Pipeline.shapeOf, in a run that keeps its keyed
+	// operators' instances (Tasks.Kept). changed says an operator was
+	// given records or a watermark since the last checkpoint (or the
+	// restore): their memory is then ahead of the store's checkpoint.
+	shape   string
+	changed atomic.Bool
 	// terminals counts the segments still running whose workers hand
 	// their pieces to the sink loop: the last, and every one before a
 	// repartition. reparts is the sink loop's view of each repartition;
@@ -83,8 +90,16 @@ func (r *runner) prepare() error {
 	if err := r.checkCheckpointing(); err != nil {
 		return r.closeAll(err)
 	}
+	var kept map[slot]*split
+	if tk := r.p.Tasks; tk != nil && tk.Kept != nil {
+		r.shape = r.p.shapeOf(r.par)
+		kept = tk.Kept.take(context.WithoutCancel(r.ctx), r.shape, tk.Owned, r.restore != nil, tk.OnKept)
+	}
 	var err error
-	r.segs, err = r.p.segments(r.hard, r.par, r.depth)
+	r.segs, err = r.p.segments(r.hard, r.par, r.depth, kept)
+	if err != nil {
+		closeKept(context.WithoutCancel(r.ctx), kept, nil) // those not reached
+	}
 	if err == nil {
 		err = r.cutRepartitions()
 	}
@@ -292,8 +307,13 @@ func (r *runner) finalCheckpoint() {
 func (r *runner) closeAll(err error) error {
 	errs := []error{err}
 	for _, s := range r.segs {
-		for _, ops := range s.ops {
-			for _, op := range ops {
+		for w, ops := range s.ops {
+			for j, op := range ops {
+				if sp, ok := op.(*split); ok {
+					// The caller arms or drops what it keeps.
+					r.p.Tasks.Kept.put(r.shape, slices.Clone(r.p.Tasks.Owned), slot{s.first + j, w}, sp, !r.changed.Load())
+					continue
+				}
 				if err := op.Close(context.WithoutCancel(r.ctx)); err != nil {
 					errs = append(errs, err)
 				}

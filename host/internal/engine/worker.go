@@ -100,6 +100,7 @@ func (k *worker) handle(pc *piece) {
 		pc.reset()
 		piecePool.Put(pc)
 	} else {
+		r.changed.Store(true)
 		if err := r.p.runSegment(r.hard, k.s, k.w, pc, r.batchSize); err != nil {
 			r.fail(err)
 			return
@@ -160,8 +161,9 @@ func (k *worker) blocked() *atomic.Int64 { return &k.r.st.steps[k.s.end-1].block
 func (r *runner) keyRoute(rec *record.Record) int { return int(hashKey(rec.Key) % uint32(r.par)) }
 
 // segments cuts the chain after every key_by and makes each segment's
-// queues and per-worker operator instances.
-func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, error) {
+// queues and per-worker operator instances, or takes those kept from the
+// last run (by slot; see Tasks).
+func (p *Pipeline) segments(ctx context.Context, par, depth int, kept map[slot]*split) ([]*segment, error) {
 	var segs []*segment
 	for first := 0; first < len(p.Steps); {
 		end := first
@@ -177,9 +179,10 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		segs = append(segs, s)
 		for w := range par {
 			s.in[w] = make(chan *piece, depth)
-			wctx := context.WithValue(ctx, ownerKey{}, owner{w, par, p.OwnsKey})
+			o := owner{w, par, p.OwnsKey}
+			wctx := context.WithValue(ctx, ownerKey{}, o)
 			for j := first; j < end; j++ {
-				op, err := p.Steps[j].New(wctx)
+				op, err := p.newInstance(wctx, slot{j, w}, o, kept)
 				if err != nil {
 					return segs, fmt.Errorf("operator %q: %w", p.Steps[j].Name, err)
 				}
@@ -189,6 +192,35 @@ func (p *Pipeline) segments(ctx context.Context, par, depth int) ([]*segment, er
 		first = end
 	}
 	return segs, nil
+}
+
+// newInstance makes worker sl.worker's instance of step sl.step, owner o.
+// In a run split by task with Kept set, a keyed operator's instance (a
+// WatermarkResumer) is a split: the one kept from the last run, if the
+// run goes on with it, gaining an instance for its new tasks, or else a
+// new one.
+func (p *Pipeline) newInstance(ctx context.Context, sl slot, o owner, kept map[slot]*split) (Operator, error) {
+	tk := p.Tasks
+	if tk == nil || tk.Kept == nil {
+		return p.Steps[sl.step].New(ctx)
+	}
+	m := maker{step: p.Steps[sl.step], w: o}
+	if s := kept[sl]; s != nil {
+		delete(kept, sl)
+		tk.Kept.addMaker(sl, m)
+		s.m, s.of = m, tk.Of
+		if err := s.gain(ctx, tk.Owned); err != nil {
+			s.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		return s, nil
+	}
+	op, err := p.Steps[sl.step].New(ctx)
+	if _, ok := op.(WatermarkResumer); err != nil || !ok {
+		return op, err
+	}
+	tk.Kept.addMaker(sl, m)
+	return &split{base: &instance{op: op}, of: tk.Of, m: m, baseTasks: slices.Clone(tk.Owned)}, nil
 }
 
 // runSegment runs pc's records through the steps of s, as worker w, in

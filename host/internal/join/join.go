@@ -395,6 +395,10 @@ func (o *Operator) Restore(_ context.Context, wm int64, owns func(key []byte) bo
 	return o.index()
 }
 
+// ResumeWatermark implements engine.WatermarkResumer: a join restored
+// ahead of its run goes on from wm, as if Restore had been given it.
+func (o *Operator) ResumeWatermark(wm int64) { o.wm = max(o.wm, wm) }
+
 // sidesOf returns the stored records of key, making them if it has none.
 func (o *Operator) sidesOf(key []byte) *sides {
 	ks := o.keys[string(key)]

@@ -102,7 +102,7 @@ func loadWindow(ctx context.Context, op *config.Operator, env operator.Env) (ope
 			agg.Close(ctx)
 			return nil, operator.At(op, err)
 		}
-		return &pluginWindow{Operator: wo, agg: agg}, nil
+		return &pluginWindow{instance: wo, agg: agg}, nil
 	}}
 	return pluginWindowOp{Fixed: operator.Fixed{S: st, Keyed: true}, plug: plug}, nil
 }
@@ -117,14 +117,24 @@ type pluginWindowOp struct {
 func (o pluginWindowOp) Close(ctx context.Context) error { return o.plug.Close(ctx) }
 
 // pluginWindow is a window instance whose aggregate is a Wasm plugin; it
-// closes the plugin's worker with the instance.
+// closes the plugin's worker with the instance. It is no
+// engine.WatermarkResumer, so no run keeps it for the next (see
+// engine.Tasks): its plugin's calls use the context of the run it was
+// made for.
 type pluginWindow struct {
-	*Operator
+	instance
 	agg *operator.Aggregator
 }
 
+// instance is what a pluginWindow runs of its Operator.
+type instance interface {
+	engine.Operator
+	engine.Watermarker
+	engine.Restorer
+}
+
 func (p *pluginWindow) Close(ctx context.Context) error {
-	return errors.Join(p.Operator.Close(ctx), p.agg.Close(ctx))
+	return errors.Join(p.instance.Close(ctx), p.agg.Close(ctx))
 }
 
 // pluginAgg is an aggregate plugin's Aggregator, which batches adds.

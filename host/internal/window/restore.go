@@ -184,6 +184,13 @@ func (o *Operator) Restore(ctx context.Context, wm int64, owns func(recordKey []
 	return nil
 }
 
+// ResumeWatermark implements engine.WatermarkResumer: an operator
+// restored with engine.NoWatermark ahead of its run goes on from wm, as
+// if Restore had been given it (Restore takes nothing else from its
+// watermark), firing nothing for it. Call it after Restore, before the
+// first Process or OnWatermark.
+func (o *Operator) ResumeWatermark(wm int64) { o.wm = wm }
+
 // restoreUnit decodes one unit's entry, unless owns rejects its key (keep
 // false).
 func (o *Operator) restoreUnit(rk, uk, value []byte, owns func([]byte) bool) (u unit, keep bool, err error) {
@@ -436,6 +443,10 @@ func (ks *keyState) recordKey() []byte {
 	}
 	return []byte(ks.key)
 }
+
+// ResumeWatermark implements engine.WatermarkResumer, as
+// Operator.ResumeWatermark does.
+func (r *Rolling) ResumeWatermark(wm int64) { r.wm = wm }
 
 // Restore rebuilds the operator's in-memory state from RollingConfig.Store
 // after a restart: each key's buffered rows, history, running aggregates

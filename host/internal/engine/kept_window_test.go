@@ -1,0 +1,248 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/weir-stream/weir/host/internal/dedupe"
+	"github.com/weir-stream/weir/host/internal/engine"
+	"github.com/weir-stream/weir/host/internal/join"
+	"github.com/weir-stream/weir/host/internal/record"
+	"github.com/weir-stream/weir/host/internal/task"
+	"github.com/weir-stream/weir/host/internal/window"
+	"github.com/weir-stream/weir/state"
+)
+
+var (
+	_ engine.WatermarkResumer = (*join.Operator)(nil)
+	_ engine.WatermarkResumer = (*dedupe.Operator)(nil)
+)
+
+// feedSource hands out its records, then stops its run (stop), as a
+// SIGTERM would: what it read drains, and nothing fires for an end of
+// input.
+type feedSource struct {
+	recs []record.Record
+	stop func()
+}
+
+func (s *feedSource) Name() string                       { return "feed" }
+func (s *feedSource) Snapshot() (json.RawMessage, error) { return json.RawMessage("0"), nil }
+func (s *feedSource) Restore(json.RawMessage) error      { return nil }
+func (s *feedSource) Run(ctx context.Context, out *engine.Out) error {
+	for _, r := range s.recs {
+		if err := out.Add(r); err != nil {
+			return err
+		}
+	}
+	err := out.Flush()
+	s.stop()
+	<-ctx.Done()
+	return err
+}
+
+// lines collects what the sink is given.
+type lines struct {
+	mu  sync.Mutex
+	out []string
+}
+
+func (l *lines) Name() string { return "lines" }
+func (l *lines) Write(recs []record.Record, dead []record.DeadLetter, _ *engine.Ack) ([]record.DeadLetter, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range recs {
+		l.out = append(l.out, string(r.Key)+" "+string(r.Value))
+	}
+	return dead, nil
+}
+func (l *lines) Flush() error { return nil }
+func (l *lines) Close() error { return nil }
+
+// deadLines collects dead letters into a lines, marked so.
+type deadLines struct{ *lines }
+
+func (d deadLines) Write(dl *record.DeadLetter, _ *engine.Ack) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.out = append(d.out, "dead "+string(dl.Record.Key)+" "+string(dl.Record.Value))
+	return nil
+}
+
+// A run that goes on with the last run's window instances, the gained
+// task's restored by the run or preloaded ahead of it, emits the windows a
+// run restoring every task emits, on windows that were fired and are kept
+// for their allowed lateness as well as open ones. The runs differ only
+// where the restoring run lowers its watermark to the adopted task's: it
+// fires again the windows its own tasks fired last run and keeps for
+// their lateness, which one going on with its instances does not; for the
+// adopted task both fire the same windows again.
+func TestKeptWindowMatchesRestore(t *testing.T) {
+	const tasks = 4
+	of := func(k []byte) int32 { return int32(task.Of(k, tasks)) }
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	recs := windowRecords(rand.New(rand.NewPCG(seed, 1)), 4000)
+	cfg := window.Config{Name: "w", Kind: window.Tumbling, Size: 10 * time.Millisecond, AllowedLateness: 25 * time.Millisecond,
+		Aggregates: []window.Aggregate{{Func: window.AggSum, Field: []string{"v"}, As: "sum"}, {Func: window.AggCount, As: "n"}}}
+	var ref []string
+	for _, mode := range []string{"restore-all", "kept", "kept+preloaded"} {
+		t.Run(mode, func(t *testing.T) {
+			store := state.NewMemory()
+			kept := engine.NewKept()
+			half := len(recs) / 2
+			mine, other, gained := []int32{0, 1}, []int32{2, 3}, []int32{0, 1, 2}
+			sink := &lines{}
+			cpA := runWindow(t, store, cfg, of, mine, kept, pick(recs[:half], of, mine), nil, sink)
+			cpB := runWindow(t, store, cfg, of, other, nil, pick(recs[:half], of, other), nil, sink)
+			if mode != "restore-all" {
+				kept.Arm(false)
+			}
+			if mode == "kept+preloaded" {
+				if err := kept.Preload(context.Background(), []int32{2}, of); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The run adopting task 2 goes on from the least of its own
+			// watermark and the task's.
+			cp := *cpA
+			cp.Watermark = min(cpA.Watermark, cpB.Watermark)
+			runWindow(t, store, cfg, of, gained, kept, pick(recs[half:], of, gained), &cp, sink)
+			if mode == "kept+preloaded" && kept.Preloads() != 2 {
+				t.Fatalf("the run took %d preloaded instances, want 2", kept.Preloads())
+			}
+			kept.Drop(context.Background())
+			got := slices.Sorted(slices.Values(pickLines(sink.out, of, gained)))
+			if len(got) == 0 || strings.HasPrefix(got[0], "dead") {
+				t.Fatalf("%d results, the first %q: want some, and no record late", len(got), first(got))
+			}
+			if ref == nil {
+				ref = got
+				return
+			}
+			if a, b := slices.Compact(slices.Clone(got)), slices.Compact(slices.Clone(ref)); !slices.Equal(a, b) {
+				extra, missing := diff(a, b), diff(b, a)
+				t.Fatalf("%d windows, want the %d of a run restoring every task; %d not in it (first %q), %d missing (first %q)",
+					len(a), len(b), len(extra), first(extra), len(missing), first(missing))
+			}
+			if d := diff(got, slices.Compact(slices.Clone(got))); len(pickLines(d, of, []int32{0, 1})) > 0 {
+				t.Fatalf("the kept tasks' windows fired again: %q", d)
+			}
+			again, refAgain := diff(got, slices.Compact(slices.Clone(got))), diff(ref, slices.Compact(slices.Clone(ref)))
+			if a, b := pickLines(again, of, []int32{2}), pickLines(refAgain, of, []int32{2}); !slices.Equal(a, b) {
+				t.Fatalf("the adopted task's windows fired again %d times, want the %d of a run restoring every task: %q", len(a), len(b), a)
+			}
+		})
+	}
+}
+
+// pickLines returns the sink lines whose keys belong to tasks.
+func pickLines(lines []string, of func([]byte) int32, tasks []int32) []string {
+	var out []string
+	for _, l := range lines {
+		k, _, _ := strings.Cut(strings.TrimPrefix(l, "dead "), " ")
+		if slices.Contains(tasks, of([]byte(k))) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// windowRecords returns n records of 60 keys with event times that
+// advance a millisecond at a time, one in ten up to 5 ms behind (never
+// behind the watermark).
+func windowRecords(rng *rand.Rand, n int) []record.Record {
+	var out []record.Record
+	for i := range n {
+		ts := int64(i)
+		if rng.IntN(10) == 0 {
+			ts -= rng.Int64N(6)
+		}
+		out = append(out, record.Record{Key: fmt.Appendf(nil, "key-%d-é", rng.IntN(60)), Value: fmt.Appendf(nil, `{"v":%d}`, rng.Int64N(1e6)-5e5),
+			Timestamp: ts, Origin: record.Origin{Partition: -1}})
+	}
+	return out
+}
+
+// pick returns the records of tasks.
+func pick(recs []record.Record, of func([]byte) int32, tasks []int32) []record.Record {
+	var out []record.Record
+	for _, r := range recs {
+		if slices.Contains(tasks, of(r.Key)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runWindow runs the window with parallelism 2 as an instance owning
+// tasks over recs, from restore, until it has read them, and returns its
+// final checkpoint.
+func runWindow(t *testing.T, store state.Store, cfg window.Config, of func([]byte) int32, owned []int32, kept *engine.Kept,
+	recs []record.Record, restore *engine.Checkpoint, sink *lines) *engine.Checkpoint {
+	t.Helper()
+	cfg.Store = store
+	if sink == nil {
+		sink = &lines{}
+	}
+	dead := deadLines{sink}
+	if restore == nil {
+		restore = &engine.Checkpoint{Epoch: 1, Sources: []engine.SourceCheckpoint{{Name: "feed", Snapshot: json.RawMessage("0")}},
+			Times: make([]engine.SourceTimeCheckpoint, 1), Watermark: engine.NoWatermark}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var last *engine.Checkpoint
+	p := &engine.Pipeline{
+		Sources: []engine.Source{&feedSource{recs: recs, stop: stop}},
+		Steps: []engine.Step{{Name: "w", KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
+			return window.New(cfg)
+		}}},
+		Sinks:       []engine.Sink{sink},
+		DeadLetter:  dead,
+		BatchSize:   32,
+		Parallelism: 2,
+		EventTime:   []*engine.EventTime{{MaxOutOfOrderness: 5 * time.Millisecond}},
+		OwnsKey:     func(k []byte) bool { return slices.Contains(owned, of(k)) },
+		Checkpointing: &engine.Checkpointing{Interval: time.Hour, Restore: restore,
+			Commit: func(_ context.Context, cp *engine.Checkpoint) error { last = cp; return nil }},
+	}
+	if kept != nil {
+		p.Tasks = &engine.Tasks{Of: of, Owned: owned, Kept: kept}
+	}
+	if _, err := p.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// diff returns the lines of a, sorted, that b lacks, as multisets.
+func diff(a, b []string) []string {
+	var out []string
+	i := 0
+	for _, x := range a {
+		for i < len(b) && b[i] < x {
+			i++
+		}
+		if i < len(b) && b[i] == x {
+			i++
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
