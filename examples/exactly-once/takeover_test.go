@@ -167,14 +167,17 @@ func nthIndex(s, sub string, n int) int {
 	return at + i
 }
 
+// keptOperators is the log line saying that a run goes on with the last
+// run's keyed operators.
+const keptOperators = `msg="the run goes on with the last run's keyed operators`
+
 // checkKeptOperators checks that the run started after log line from
 // went on with the last run's keyed operators, every instance with the
 // gained tasks' state preloaded.
 func checkKeptOperators(t *testing.T, log, from string) {
 	t.Helper()
-	const kept = `msg="the run goes on with the last run's keyed operators`
 	rest := log[strings.Index(log, from):]
-	i := strings.Index(rest, kept)
+	i := strings.Index(rest, keptOperators)
 	if i < 0 {
 		t.Fatalf("the run after the catch-up did not go on with the last run's keyed operators; log since:\n%s", rest)
 	}

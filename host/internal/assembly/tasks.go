@@ -39,20 +39,16 @@ func (c *Carry) kept() *engine.Kept {
 }
 
 // KeepOperators lets the next run go on with the keyed operators'
-// instances of the last, which stopped because the group only gave the
-// instance tasks: it restores only theirs. The last run stopped at its
-// final checkpoint, or, rolledBack, ended without one and its state was
-// rolled back to its last checkpoint (exactly once); the instances are
-// then kept only if they hold that checkpoint's state (engine.Kept.Arm).
+// instances of the last, which stopped because the group moved tasks: it
+// restores only the state of the tasks it gained, and its instances
+// forget the tasks it lost. The last run stopped at its final
+// checkpoint, or, rolledBack, ended without one and its state was rolled
+// back to its last checkpoint; the instances are then kept only if they
+// hold that checkpoint's state (engine.Kept.Arm).
 func (c *Carry) KeepOperators(rolledBack bool) {
-	if c == nil || c.ops == nil {
-		return
+	if c != nil && c.ops != nil {
+		c.ops.Arm(rolledBack)
 	}
-	if c.tasks != nil && c.tasks.Lost() {
-		c.ops.Drop(context.Background())
-		return
-	}
-	c.ops.Arm(rolledBack)
 }
 
 // DropOperators closes the keyed operators' instances the last run left:

@@ -163,6 +163,20 @@ func (o *Operator) Restore(_ context.Context, wm int64, owns func(key []byte) bo
 // ahead of its run goes on from wm, as if Restore had been given it.
 func (o *Operator) ResumeWatermark(wm int64) { o.wm = max(o.wm, wm) }
 
+// Forget implements engine.Forgetter: the keys owns rejects leave
+// memory, as for the tasks the group took from the instance, their times
+// staying in the store for whichever instance owns them next.
+func (o *Operator) Forget(owns func(key []byte) bool) {
+	for k := range o.passed {
+		if !owns([]byte(k)) {
+			delete(o.passed, k)
+		}
+	}
+	o.expiry = slices.DeleteFunc(o.expiry, func(e expiry) bool { return !owns([]byte(e.key)) })
+	heap.Init(&o.expiry)
+	o.cfg.Owns = owns
+}
+
 // index loads the owned held times from the store, once. The store lists
 // each key's times in ascending order.
 func (o *Operator) index() error {

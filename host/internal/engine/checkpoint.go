@@ -187,6 +187,15 @@ type WatermarkResumer interface {
 	ResumeWatermark(wm int64)
 }
 
+// Forgetter is an operator that can drop from memory the keys owns
+// rejects (given nil for the nil key), as an instance kept for the next
+// run does for the tasks the group took from its instance: it fires
+// nothing for them and leaves the store as it is, which keeps their state
+// for whichever instance owns them next. Forget is called between runs.
+type Forgetter interface {
+	Forget(owns func(key []byte) bool)
+}
+
 // FileOutput is a sink or dead-letter output kept in a local file
 // (NewFileSink, NewDeadLetterFile). It appends, and the file is positioned
 // once per run, before anything is written to it: by Resume in a run that

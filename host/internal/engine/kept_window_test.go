@@ -90,8 +90,28 @@ func TestKeptWindowMatchesRestore(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	recs := windowRecords(rand.New(rand.NewPCG(seed, 1)), 4000)
-	cfg := window.Config{Name: "w", Kind: window.Tumbling, Size: 10 * time.Millisecond, AllowedLateness: 25 * time.Millisecond,
-		Aggregates: []window.Aggregate{{Func: window.AggSum, Field: []string{"v"}, As: "sum"}, {Func: window.AggCount, As: "n"}}}
+	for _, c := range keptWindows() {
+		t.Run(c.name, func(t *testing.T) { keptWindowGain(t, c.cfg, of, recs) })
+	}
+}
+
+// keptWindows are the window configurations the kept-window tests run.
+func keptWindows() []struct {
+	name string
+	cfg  window.Config
+} {
+	aggs := []window.Aggregate{{Func: window.AggSum, Field: []string{"v"}, As: "sum"}, {Func: window.AggCount, As: "n"}}
+	tumbling := window.Config{Name: "w", Kind: window.Tumbling, Size: 10 * time.Millisecond, AllowedLateness: 25 * time.Millisecond, Aggregates: aggs}
+	session := window.Config{Name: "w", Kind: window.Session, Gap: 15 * time.Millisecond, AllowedLateness: 10 * time.Millisecond, Aggregates: aggs}
+	boundedT, boundedS := tumbling, session
+	boundedT.MaxKeysInMemory, boundedS.MaxKeysInMemory = 5, 5
+	return []struct {
+		name string
+		cfg  window.Config
+	}{{"tumbling", tumbling}, {"session", session}, {"tumbling bounded", boundedT}, {"session bounded", boundedS}}
+}
+
+func keptWindowGain(t *testing.T, cfg window.Config, of func([]byte) int32, recs []record.Record) {
 	var ref []string
 	for _, mode := range []string{"restore-all", "kept", "kept+preloaded"} {
 		t.Run(mode, func(t *testing.T) {
@@ -187,6 +207,14 @@ func pick(recs []record.Record, of func([]byte) int32, tasks []int32) []record.R
 // final checkpoint.
 func runWindow(t *testing.T, store state.Store, cfg window.Config, of func([]byte) int32, owned []int32, kept *engine.Kept,
 	recs []record.Record, restore *engine.Checkpoint, sink *lines) *engine.Checkpoint {
+	cp, _ := runWindowKept(t, store, cfg, of, owned, kept, recs, restore, sink)
+	return cp
+}
+
+// runWindowKept is runWindow, also reporting whether the run went on with
+// the instances kept from the last.
+func runWindowKept(t *testing.T, store state.Store, cfg window.Config, of func([]byte) int32, owned []int32, kept *engine.Kept,
+	recs []record.Record, restore *engine.Checkpoint, sink *lines) (*engine.Checkpoint, bool) {
 	t.Helper()
 	cfg.Store = store
 	if sink == nil {
@@ -214,13 +242,14 @@ func runWindow(t *testing.T, store state.Store, cfg window.Config, of func([]byt
 		Checkpointing: &engine.Checkpointing{Interval: time.Hour, Restore: restore,
 			Commit: func(_ context.Context, cp *engine.Checkpoint) error { last = cp; return nil }},
 	}
+	wentOn := false
 	if kept != nil {
-		p.Tasks = &engine.Tasks{Of: of, Owned: owned, Kept: kept}
+		p.Tasks = &engine.Tasks{Of: of, Owned: owned, Kept: kept, OnKept: func(int, int) { wentOn = true }}
 	}
 	if _, err := p.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return last
+	return last, wentOn
 }
 
 // diff returns the lines of a, sorted, that b lacks, as multisets.
@@ -245,4 +274,73 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
+}
+
+// A run whose instance lost a task goes on with the last run's window
+// instances, which forget the lost task's keys: it emits what a run
+// restoring the tasks it kept emits, nothing for the lost task's keys,
+// and leaves their state in the store as it was.
+func TestKeptWindowLoss(t *testing.T) {
+	const tasks = 4
+	of := func(k []byte) int32 { return int32(task.Of(k, tasks)) }
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	recs := windowRecords(rand.New(rand.NewPCG(seed, 1)), 4000)
+	half := len(recs) / 2
+	all, rest := []int32{0, 1, 2}, []int32{0, 1}
+	for _, c := range keptWindows() {
+		t.Run(c.name, func(t *testing.T) {
+			var ref []string
+			for _, mode := range []string{"restore-all", "kept"} {
+				store := state.NewMemory()
+				kept := engine.NewKept()
+				cp := runWindow(t, store, c.cfg, of, all, kept, pick(recs[:half], of, all), nil, nil)
+				lost := entriesOf(t, store, c.cfg.Name, of, 2)
+				if mode == "kept" {
+					kept.Arm(false)
+				}
+				sink := &lines{}
+				_, wentOn := runWindowKept(t, store, c.cfg, of, rest, kept, pick(recs[half:], of, rest), cp, sink)
+				if wentOn != (mode == "kept") {
+					t.Fatalf("%s: the run went on with the kept instances: %t", mode, wentOn)
+				}
+				kept.Drop(context.Background())
+				if after := entriesOf(t, store, c.cfg.Name, of, 2); !slices.Equal(after, lost) || len(lost) == 0 {
+					t.Fatalf("%s: the lost task's %d store entries became %d", mode, len(lost), len(after))
+				}
+				got := slices.Sorted(slices.Values(sink.out))
+				if l := pickLines(got, of, []int32{2}); len(l) > 0 {
+					t.Fatalf("%s: %d results for the lost task's keys, the first %q", mode, len(l), l[0])
+				}
+				if ref == nil {
+					ref = got
+					continue
+				}
+				if !slices.Equal(got, ref) {
+					extra, missing := diff(got, ref), diff(ref, got)
+					t.Fatalf("%d results, want the %d of a run restoring its tasks; %d not in it (first %q), %d missing (first %q)",
+						len(got), len(ref), len(extra), first(extra), len(missing), first(missing))
+				}
+			}
+		})
+	}
+}
+
+// entriesOf returns the store's entries of operator name for the keys of
+// task, as key=value lines.
+func entriesOf(t *testing.T, store *state.Memory, name string, of func([]byte) int32, task int32) []string {
+	t.Helper()
+	prefix := state.OperatorPrefix(nil, name)
+	var out []string
+	err := store.Scan(prefix, func(k, v []byte) error {
+		rk, _, ok := state.SplitRest(k[len(prefix):])
+		if ok && rk != nil && of(rk) == task {
+			out = append(out, fmt.Sprintf("%x=%x", k, v))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

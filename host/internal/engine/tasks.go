@@ -14,14 +14,15 @@ import (
 // of a pipeline sharing a consumer group each own some of the tasks, and
 // so the state of the record keys that belong to them (Pipeline.OwnsKey).
 // With Kept set, the run keeps its keyed operators' instances (those that
-// are WatermarkResumers) for the next run of the pipeline, which, when the group
-// only gave the instance tasks, goes on with them instead of restoring
-// every key from the store: the instances of the tasks it kept go on
-// as they were, and the gained tasks get instances of their own, restored
-// (or preloaded, Kept.Preload) from the store for their keys alone. A
-// move then pauses the tasks that stay only for as long as the run takes
-// to stop at a checkpoint and start again, not for a restore of all
-// their state. Tasks is plain data, read-only while Run runs.
+// are WatermarkResumers) for the next run of the pipeline, which, when the
+// group moved tasks at a checkpoint, goes on with them instead of
+// restoring every key from the store: the instances go on as they were,
+// forgetting the keys of the tasks the group took (Forgetter), and the
+// gained tasks get instances of their own, restored (or preloaded,
+// Kept.Preload) from the store for their keys alone. A move then pauses
+// the tasks that stay only for as long as the run takes to stop at a
+// checkpoint and start again, not for a restore of all their state.
+// Tasks is plain data, read-only while Run runs.
 type Tasks struct {
 	// Of returns the task a record key belongs to.
 	Of func(key []byte) int32
@@ -38,15 +39,15 @@ type Tasks struct {
 }
 
 // Kept carries the instances of a pipeline's keyed operators from a run
-// that stopped at its final checkpoint to the next run of the pipeline,
-// and holds instances preloaded for tasks the next run gains. A run hands
-// it its instances as it closes; the caller then either arms it (the run
-// ended at a checkpoint whose state the store still holds, the next run
-// restores from it, and the group took no task away) or drops it. The next
-// run takes the instances only when it was armed, has the same steps and
-// parallelism, and owns every task the instances hold; otherwise it
-// closes them and restores as usual. Its methods are safe for concurrent
-// use; it lives as long as the pipeline.
+// that stopped at a checkpoint to the next run of the pipeline, and holds
+// instances preloaded for tasks the next run gains. A run hands it its
+// instances as it closes; the caller then either arms it (the run ended
+// at a checkpoint whose state the store still holds, and the next run
+// restores from it) or drops it. The next run takes the instances only
+// when it was armed and has the same steps and parallelism, and only if
+// every instance holding a task the run no longer owns can forget it
+// (Forgetter); otherwise it closes them and restores as usual. Its
+// methods are safe for concurrent use; it lives as long as the pipeline.
 type Kept struct {
 	mu    sync.Mutex
 	armed bool
@@ -84,11 +85,12 @@ func (m maker) make(ctx context.Context, tasks []int32, of func([]byte) int32) (
 func NewKept() *Kept { return &Kept{} }
 
 // Arm lets the next run take the instances the last one handed over: it
-// ended at its final checkpoint, and the group took none of its tasks.
-// With rolledBack, the run ended without one, its state rolled back to
-// its last checkpoint: the instances are kept only if they hold that
-// checkpoint's state, no operator having been given a record or a
-// watermark since.
+// ended at its final checkpoint. With rolledBack, the run ended without
+// one, its state rolled back to its last checkpoint: the instances are
+// kept only if they hold that checkpoint's state, no operator having been
+// given a record or a watermark since. The next run has the instances
+// forget the tasks the group took (Forgetter), or restores as usual if
+// one cannot.
 func (k *Kept) Arm(rolledBack bool) {
 	k.mu.Lock()
 	k.armed = len(k.ops) > 0 && (!rolledBack || k.clean)
@@ -218,7 +220,10 @@ func (p *Pipeline) shapeOf(par int) string {
 func (k *Kept) take(ctx context.Context, shape string, owned []int32, restoring bool, onKept func(kept, preloaded int)) map[slot]*split {
 	k.mu.Lock()
 	ops, pre, preTasks := k.ops, k.pre, k.preTasks
-	ok := k.armed && restoring && k.shape == shape && subset(k.owned, owned)
+	ok := k.armed && restoring && k.shape == shape
+	for _, s := range ops {
+		ok = ok && s.retain(ctx, owned)
+	}
 	k.reset()
 	k.makers = map[slot]maker{}
 	if !ok {
@@ -323,6 +328,50 @@ func (s *split) tasks() []int32 {
 		out = append(out, e.tasks...)
 	}
 	return out
+}
+
+// retain keeps, of the split's instances, the tasks of owned: an
+// instance left with none is closed, one left with some forgets the keys
+// of the others (Forgetter). It reports false, having done part of that,
+// when an instance that must forget cannot.
+func (s *split) retain(ctx context.Context, owned []int32) bool {
+	in := func(t int32) bool { return slices.Contains(owned, t) }
+	keep := func(tasks []int32) []int32 {
+		return slices.DeleteFunc(slices.Clone(tasks), func(t int32) bool { return !in(t) })
+	}
+	extras := s.extras[:0]
+	for _, e := range s.extras {
+		tasks := keep(e.tasks)
+		switch {
+		case len(tasks) == 0:
+			e.op.Close(ctx)
+			continue
+		case len(tasks) < len(e.tasks) && !s.forget(e.op, tasks):
+			return false
+		}
+		e.tasks = tasks
+		extras = append(extras, e)
+	}
+	clear(s.extras[len(extras):])
+	s.extras = extras
+	tasks := keep(s.baseTasks)
+	if len(tasks) < len(s.baseTasks) && !s.forget(s.base.op, tasks) {
+		return false
+	}
+	s.baseTasks = tasks
+	return true
+}
+
+// forget has op forget every key but those of tasks routed to the
+// split's worker, and reports whether it could.
+func (s *split) forget(op Operator, tasks []int32) bool {
+	f, ok := op.(Forgetter)
+	if ok {
+		o := s.m.w
+		o.tasks = func(key []byte) bool { return slices.Contains(tasks, s.of(key)) }
+		f.Forget(o.owns)
+	}
+	return ok
 }
 
 // gain adds an instance, to be restored, for the tasks of owned that the

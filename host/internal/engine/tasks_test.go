@@ -78,6 +78,15 @@ func (o *countingSummer) Restore(ctx context.Context, wm int64, owns func([]byte
 // has no watermark.
 func (o *countingSummer) ResumeWatermark(int64) {}
 
+// Forget makes a countingSummer an engine.Forgetter.
+func (o *countingSummer) Forget(owns func([]byte) bool) {
+	for k := range o.sums {
+		if !owns([]byte(k)) {
+			delete(o.sums, k)
+		}
+	}
+}
+
 // taskRig runs the summing pipeline as one instance of several sharing
 // 4 tasks by key, each run reading the records of the tasks it owns.
 type taskRig struct {
@@ -242,4 +251,23 @@ func mapsEqual(a, b map[string]int) bool {
 		}
 	}
 	return true
+}
+
+// A run whose instance lost a task goes on with the last run's instances,
+// which forget the lost task's keys: it restores nothing, and every key's
+// results continue exactly, the lost task's at its new owner.
+func TestKeptAcrossLoss(t *testing.T) {
+	rg := newTaskRig(t, 11)
+	kept := NewKept()
+	cp := rg.run(0, 3000, []int32{0, 1, 2}, kept, nil)
+	other := rg.run(0, 3000, []int32{3}, nil, nil)
+	kept.Arm(false)
+	rg.count.reset()
+	rg.run(3000, 4500, []int32{0, 1}, kept, cp)
+	if calls, keys := rg.count.reset(); calls != 0 || len(keys) != 0 {
+		t.Fatalf("the run that lost task 2 restored %d times, %d keys; want none", calls, len(keys))
+	}
+	rg.run(3000, 4500, []int32{2, 3}, nil, other)
+	rg.check(4500)
+	kept.Drop(context.Background())
 }

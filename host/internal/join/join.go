@@ -399,6 +399,30 @@ func (o *Operator) Restore(_ context.Context, wm int64, owns func(key []byte) bo
 // ahead of its run goes on from wm, as if Restore had been given it.
 func (o *Operator) ResumeWatermark(wm int64) { o.wm = max(o.wm, wm) }
 
+// Forget implements engine.Forgetter: the keys owns rejects leave
+// memory, as for the tasks the group took from the instance, without
+// being emitted or changing the store, which keeps their records for
+// whichever instance owns them next.
+func (o *Operator) Forget(owns func(key []byte) bool) {
+	for k := range o.keys {
+		if !owns([]byte(k)) {
+			delete(o.keys, k)
+		}
+	}
+	kept := o.expiry[:0]
+	for _, e := range o.expiry {
+		if owns([]byte(e.ks.key)) {
+			kept = append(kept, e)
+		}
+	}
+	clear(o.expiry[len(kept):])
+	o.expiry = nil
+	for _, e := range kept {
+		o.expiry.push(e)
+	}
+	o.cfg.Owns = owns
+}
+
 // sidesOf returns the stored records of key, making them if it has none.
 func (o *Operator) sidesOf(key []byte) *sides {
 	ks := o.keys[string(key)]

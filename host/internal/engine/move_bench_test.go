@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,16 +31,18 @@ func (s quietSource) Run(ctx context.Context, out *engine.Out) error {
 	return out.Flush()
 }
 
-// BenchmarkGainPause measures how long a run sharing its group by task
+// BenchmarkMovePause measures how long a run sharing its group by task
 // pauses when the group gives it one more task: an instance owning 6 of
 // 12 tasks of a window holding one open window for each of 1M keys
 // (WEIR_BENCH_KEYS) gains a seventh. The pause is the time the next run
-// takes to start reading: restoring
-// every task's keys (restore-all, as without Kept), only the gained
-// task's (kept), or none, the gained task's having been loaded while the
-// last run went on (kept+preloaded; the preload's own time is reported
-// apart, as preload-s).
-func BenchmarkGainPause(b *testing.B) {
+// takes to start reading: restoring every task's keys (restore-all, as
+// without Kept), only the gained task's (kept), or none, the gained
+// task's having been loaded while the last run went on (kept+preloaded;
+// the preload's own time is reported apart, as preload-s). The loss/
+// cases have the instance lose its seventh task instead: the next run
+// restores the six it keeps (loss/restore-all) or has its instances
+// forget the seventh's keys (loss/kept).
+func BenchmarkMovePause(b *testing.B) {
 	n := 1_000_000
 	if s := os.Getenv("WEIR_BENCH_KEYS"); s != "" {
 		fmt.Sscan(s, &n)
@@ -59,16 +62,20 @@ func BenchmarkGainPause(b *testing.B) {
 	of := func(k []byte) int32 { return int32(task.Of(k, tasks)) }
 	owned := []int32{0, 1, 2, 3, 4, 5}
 	gained := append(slices.Clone(owned), 6)
-	for _, mode := range []string{"restore-all", "kept", "kept+preloaded"} {
+	for _, mode := range []string{"restore-all", "kept", "kept+preloaded", "loss/restore-all", "loss/kept"} {
+		before, after := owned, gained
+		if strings.HasPrefix(mode, "loss/") {
+			before, after = gained, owned
+		}
 		b.Run(mode, func(b *testing.B) {
 			var preload, pauses time.Duration
 			for range b.N {
 				b.StopTimer()
 				st := open()
 				kept := engine.NewKept()
-				cp, _ := runQuiet(b, st, cfg, owned, of, kept, &engine.Checkpoint{Epoch: 1,
+				cp, _ := runQuiet(b, st, cfg, before, of, kept, &engine.Checkpoint{Epoch: 1,
 					Sources: []engine.SourceCheckpoint{{Name: "quiet", Snapshot: json.RawMessage("0")}}, Times: make([]engine.SourceTimeCheckpoint, 1)})
-				if mode != "restore-all" {
+				if !strings.HasSuffix(mode, "restore-all") {
 					kept.Arm(false)
 				}
 				if mode == "kept+preloaded" {
@@ -79,7 +86,7 @@ func BenchmarkGainPause(b *testing.B) {
 					preload += time.Since(start)
 				}
 				b.StartTimer()
-				_, pause := runQuiet(b, st, cfg, gained, of, kept, cp)
+				_, pause := runQuiet(b, st, cfg, after, of, kept, cp)
 				pauses += pause
 				b.StopTimer()
 				kept.Drop(context.Background())
