@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,7 +310,7 @@ func (r *runner) closeAll(err error) error {
 			for j, op := range ops {
 				if sp, ok := op.(*split); ok {
 					// The caller arms or drops what it keeps.
-					r.p.Tasks.Kept.put(r.shape, slices.Clone(r.p.Tasks.Owned), slot{s.first + j, w}, sp, !r.changed.Load())
+					r.p.Tasks.Kept.put(r.shape, slot{s.first + j, w}, sp, !r.changed.Load())
 					continue
 				}
 				if err := op.Close(context.WithoutCancel(r.ctx)); err != nil {

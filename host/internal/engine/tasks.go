@@ -53,7 +53,6 @@ type Kept struct {
 	armed bool
 	clean bool            // the last run's instances hold the state of its last checkpoint
 	shape string          // the steps and parallelism of the run that made them
-	owned []int32         // the tasks the kept instances hold
 	ops   map[slot]*split // the last run's, by step and worker
 	// makers are the current run's, for Preload; pre are the instances
 	// Preload made for preTasks.
@@ -106,17 +105,6 @@ func (k *Kept) Drop(ctx context.Context) error {
 	return closeKept(ctx, ops, pre)
 }
 
-// DropPreloaded closes the instances Preload made: the store's state of
-// their tasks changed since (the next run's set-up replayed changes).
-func (k *Kept) DropPreloaded(ctx context.Context) error {
-	k.mu.Lock()
-	pre := k.pre
-	k.pre, k.preTasks = nil, nil
-	k.gen++
-	k.mu.Unlock()
-	return closeKept(ctx, nil, pre)
-}
-
 // Preloads returns how many instances Preload made that a run took.
 func (k *Kept) Preloads() int {
 	k.mu.Lock()
@@ -126,7 +114,7 @@ func (k *Kept) Preloads() int {
 
 // reset forgets everything held. Call with mu held.
 func (k *Kept) reset() {
-	k.armed, k.clean, k.shape, k.owned = false, false, "", nil
+	k.armed, k.clean, k.shape = false, false, ""
 	k.ops, k.pre, k.preTasks = nil, nil, nil
 	k.gen++
 }
@@ -253,7 +241,7 @@ func (k *Kept) take(ctx context.Context, shape string, owned []int32, restoring 
 // put holds a run's instance of a keyed step (a split) for the next run:
 // whatever it holds is in memory now.
 // clean says the instance holds the state of the run's last checkpoint.
-func (k *Kept) put(shape string, owned []int32, sl slot, s *split, clean bool) {
+func (k *Kept) put(shape string, sl slot, s *split, clean bool) {
 	s.restored = true
 	for _, e := range s.extras {
 		e.restored = true
@@ -264,7 +252,7 @@ func (k *Kept) put(shape string, owned []int32, sl slot, s *split, clean bool) {
 		k.ops = map[slot]*split{}
 		k.clean = true
 	}
-	k.shape, k.owned, k.ops[sl] = shape, owned, s
+	k.shape, k.ops[sl] = shape, s
 	k.clean = k.clean && clean
 }
 

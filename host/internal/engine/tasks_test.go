@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -212,7 +213,7 @@ func TestKeptAcrossGain(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, keys := rg.count.reset()
-				if want := rg.keysOf(3000, 2); !mapsEqual(keys, want) {
+				if want := rg.keysOf(3000, 2); !maps.Equal(keys, want) {
 					t.Fatalf("preloaded %d keys, want the %d of task 2", len(keys), len(want))
 				}
 			}
@@ -230,7 +231,7 @@ func TestKeptAcrossGain(t *testing.T) {
 			default:
 				want = rg.keysOf(3000, 0, 1, 2)
 			}
-			if !mapsEqual(keys, want) {
+			if !maps.Equal(keys, want) {
 				t.Fatalf("the run restored %d keys, want %d", len(keys), len(want))
 			}
 			rg.check(4500)
@@ -239,18 +240,6 @@ func TestKeptAcrossGain(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mapsEqual(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // A run whose instance lost a task goes on with the last run's instances,
