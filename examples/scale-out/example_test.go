@@ -141,7 +141,9 @@ func shared(t *testing.T, mode string, rs []*kgo.Record, windows int) []output {
 	}
 	waitRead("d")
 	for _, n := range []string{"a", "b", "c", "d"} {
-		t.Logf("instance %s read %d records", n, read[n])
+		log, _ := os.ReadFile(procs[n].Log)
+		t.Logf("instance %s read %d records; its runs went on with the last run's keyed operators %d times", n, read[n],
+			bytes.Count(log, []byte("the run goes on with the last run's keyed operators")))
 	}
 	return got
 }

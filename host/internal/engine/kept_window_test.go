@@ -91,27 +91,40 @@ func TestKeptWindowMatchesRestore(t *testing.T) {
 	t.Logf("seed %d", seed)
 	recs := windowRecords(rand.New(rand.NewPCG(seed, 1)), 4000)
 	for _, c := range keptWindows() {
-		t.Run(c.name, func(t *testing.T) { keptWindowGain(t, c.cfg, of, recs) })
+		t.Run(c.name, func(t *testing.T) { keptWindowGain(t, c, of, recs) })
 	}
 }
 
-// keptWindows are the window configurations the kept-window tests run.
-func keptWindows() []struct {
+// keptOp is a keyed operator the kept-window tests run: new makes an
+// instance over store, its state under the name "w".
+type keptOp struct {
 	name string
-	cfg  window.Config
-} {
+	new  func(store state.Store) (engine.Operator, error)
+}
+
+// keptWindows are the operators the kept-window tests run: windows of
+// each kind, bounded in memory or not, and a rolling operator.
+func keptWindows() []keptOp {
 	aggs := []window.Aggregate{{Func: window.AggSum, Field: []string{"v"}, As: "sum"}, {Func: window.AggCount, As: "n"}}
+	win := func(cfg window.Config) func(state.Store) (engine.Operator, error) {
+		return func(store state.Store) (engine.Operator, error) {
+			cfg.Store = store
+			return window.New(cfg)
+		}
+	}
 	tumbling := window.Config{Name: "w", Kind: window.Tumbling, Size: 10 * time.Millisecond, AllowedLateness: 25 * time.Millisecond, Aggregates: aggs}
 	session := window.Config{Name: "w", Kind: window.Session, Gap: 15 * time.Millisecond, AllowedLateness: 10 * time.Millisecond, Aggregates: aggs}
 	boundedT, boundedS := tumbling, session
 	boundedT.MaxKeysInMemory, boundedS.MaxKeysInMemory = 5, 5
-	return []struct {
-		name string
-		cfg  window.Config
-	}{{"tumbling", tumbling}, {"session", session}, {"tumbling bounded", boundedT}, {"session bounded", boundedS}}
+	rolling := func(store state.Store) (engine.Operator, error) {
+		return window.NewRolling(window.RollingConfig{Name: "w", Windows: []window.RollingWindow{{Name: "20ms", Range: 20 * time.Millisecond}},
+			Aggregates: aggs[:1], Store: store})
+	}
+	return []keptOp{{"tumbling", win(tumbling)}, {"session", win(session)}, {"tumbling bounded", win(boundedT)},
+		{"session bounded", win(boundedS)}, {"rolling", rolling}}
 }
 
-func keptWindowGain(t *testing.T, cfg window.Config, of func([]byte) int32, recs []record.Record) {
+func keptWindowGain(t *testing.T, cfg keptOp, of func([]byte) int32, recs []record.Record) {
 	var ref []string
 	for _, mode := range []string{"restore-all", "kept", "kept+preloaded"} {
 		t.Run(mode, func(t *testing.T) {
@@ -205,7 +218,7 @@ func pick(recs []record.Record, of func([]byte) int32, tasks []int32) []record.R
 // runWindow runs the window with parallelism 2 as an instance owning
 // tasks over recs, from restore, until it has read them, and returns its
 // final checkpoint.
-func runWindow(t *testing.T, store state.Store, cfg window.Config, of func([]byte) int32, owned []int32, kept *engine.Kept,
+func runWindow(t *testing.T, store state.Store, cfg keptOp, of func([]byte) int32, owned []int32, kept *engine.Kept,
 	recs []record.Record, restore *engine.Checkpoint, sink *lines) *engine.Checkpoint {
 	cp, _ := runWindowKept(t, store, cfg, of, owned, kept, recs, restore, sink)
 	return cp
@@ -213,10 +226,9 @@ func runWindow(t *testing.T, store state.Store, cfg window.Config, of func([]byt
 
 // runWindowKept is runWindow, also reporting whether the run went on with
 // the instances kept from the last.
-func runWindowKept(t *testing.T, store state.Store, cfg window.Config, of func([]byte) int32, owned []int32, kept *engine.Kept,
+func runWindowKept(t *testing.T, store state.Store, cfg keptOp, of func([]byte) int32, owned []int32, kept *engine.Kept,
 	recs []record.Record, restore *engine.Checkpoint, sink *lines) (*engine.Checkpoint, bool) {
 	t.Helper()
-	cfg.Store = store
 	if sink == nil {
 		sink = &lines{}
 	}
@@ -231,7 +243,7 @@ func runWindowKept(t *testing.T, store state.Store, cfg window.Config, of func([
 	p := &engine.Pipeline{
 		Sources: []engine.Source{&feedSource{recs: recs, stop: stop}},
 		Steps: []engine.Step{{Name: "w", KeyedState: true, New: func(ctx context.Context) (engine.Operator, error) {
-			return window.New(cfg)
+			return cfg.new(store)
 		}}},
 		Sinks:       []engine.Sink{sink},
 		DeadLetter:  dead,
@@ -294,18 +306,18 @@ func TestKeptWindowLoss(t *testing.T) {
 			for _, mode := range []string{"restore-all", "kept"} {
 				store := state.NewMemory()
 				kept := engine.NewKept()
-				cp := runWindow(t, store, c.cfg, of, all, kept, pick(recs[:half], of, all), nil, nil)
-				lost := entriesOf(t, store, c.cfg.Name, of, 2)
+				cp := runWindow(t, store, c, of, all, kept, pick(recs[:half], of, all), nil, nil)
+				lost := entriesOf(t, store, "w", of, 2)
 				if mode == "kept" {
 					kept.Arm(false)
 				}
 				sink := &lines{}
-				_, wentOn := runWindowKept(t, store, c.cfg, of, rest, kept, pick(recs[half:], of, rest), cp, sink)
+				_, wentOn := runWindowKept(t, store, c, of, rest, kept, pick(recs[half:], of, rest), cp, sink)
 				if wentOn != (mode == "kept") {
 					t.Fatalf("%s: the run went on with the kept instances: %t", mode, wentOn)
 				}
 				kept.Drop(context.Background())
-				if after := entriesOf(t, store, c.cfg.Name, of, 2); !slices.Equal(after, lost) || len(lost) == 0 {
+				if after := entriesOf(t, store, "w", of, 2); !slices.Equal(after, lost) || len(lost) == 0 {
 					t.Fatalf("%s: the lost task's %d store entries became %d", mode, len(lost), len(after))
 				}
 				got := slices.Sorted(slices.Values(sink.out))
