@@ -22,7 +22,9 @@ type Operator interface {
 }
 
 // Step is one operator of the chain. The engine makes one instance of it per
-// worker with New, called on Run's goroutine before any record flows; a Step
+// worker with New, called on Run's goroutine before any record flows, and,
+// for a keyed step a run split by task keeps, by Kept.Preload on other
+// goroutines, beside the run: New must be safe for concurrent use. A Step
 // is only read, and must not change while Run runs.
 type Step struct {
 	Name string

@@ -108,8 +108,9 @@ func keptWindows() []keptOp {
 	aggs := []window.Aggregate{{Func: window.AggSum, Field: []string{"v"}, As: "sum"}, {Func: window.AggCount, As: "n"}}
 	win := func(cfg window.Config) func(state.Store) (engine.Operator, error) {
 		return func(store state.Store) (engine.Operator, error) {
-			cfg.Store = store
-			return window.New(cfg)
+			c := cfg // New may be called concurrently (Kept.Preload)
+			c.Store = store
+			return window.New(c)
 		}
 	}
 	tumbling := window.Config{Name: "w", Kind: window.Tumbling, Size: 10 * time.Millisecond, AllowedLateness: 25 * time.Millisecond, Aggregates: aggs}
