@@ -17,16 +17,26 @@ import (
 )
 
 // listSource hands out its records once per run; it snapshots nothing
-// (each run of the tests gets the records it should read).
-type listSource struct{ recs []record.Record }
+// (each run of the tests gets the records it should read). during, if
+// set, is called once half of them are handed out, the rest waiting.
+type listSource struct {
+	recs   []record.Record
+	during func()
+}
 
 func (s *listSource) Name() string                       { return "list" }
 func (s *listSource) Snapshot() (json.RawMessage, error) { return json.RawMessage("0"), nil }
 func (s *listSource) Restore(json.RawMessage) error      { return nil }
 func (s *listSource) Run(ctx context.Context, out *Out) error {
-	for _, r := range s.recs {
+	for i, r := range s.recs {
 		if ctx.Err() != nil {
 			break
+		}
+		if i == len(s.recs)/2 && s.during != nil {
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			s.during()
 		}
 		if err := out.Add(r); err != nil {
 			return err
@@ -98,6 +108,9 @@ type taskRig struct {
 	count *restoreCount
 	of    func([]byte) int32
 	sink  *memSink
+	// during, if set, is called by the next run's source once it has
+	// handed out half of its records (listSource.during).
+	during func()
 }
 
 func newTaskRig(t *testing.T, seed uint64) *taskRig {
@@ -132,7 +145,7 @@ func (rg *taskRig) run(from, to int, owned []int32, kept *Kept, restore *Checkpo
 	rg.t.Helper()
 	var last *Checkpoint
 	p := &Pipeline{
-		Sources: []Source{&listSource{recs: rg.part(from, to, owned)}},
+		Sources: []Source{&listSource{recs: rg.part(from, to, owned), during: rg.during}},
 		Steps: []Step{{Name: "sum", KeyedState: true, New: func(context.Context) (Operator, error) {
 			return &countingSummer{summer: summer{store: rg.store, sums: map[string]int64{}, restored: new(atomic.Int64)}, count: rg.count}, nil
 		}}},
@@ -257,6 +270,31 @@ func TestKeptAcrossLoss(t *testing.T) {
 		t.Fatalf("the run that lost task 2 restored %d times, %d keys; want none", calls, len(keys))
 	}
 	rg.run(3000, 4500, []int32{2, 3}, nil, other)
+	rg.check(4500)
+	kept.Drop(context.Background())
+}
+
+// Preload makes the gained task's instances while the run goes on with
+// its own tasks, reading the store they write (run with -race), and the
+// next run takes them, restoring nothing.
+func TestPreloadBesideRun(t *testing.T) {
+	rg := newTaskRig(t, 5)
+	kept := NewKept()
+	other := rg.run(0, 3000, []int32{2, 3}, nil, nil)
+	rg.during = func() {
+		if err := kept.Preload(context.Background(), []int32{2}, rg.of); err != nil {
+			t.Error(err)
+		}
+	}
+	cp := rg.run(0, 3000, []int32{0, 1}, kept, nil)
+	rg.during = nil
+	kept.Arm(false)
+	rg.count.reset()
+	rg.run(3000, 4500, []int32{0, 1, 2}, kept, cp)
+	if calls, keys := rg.count.reset(); calls != 0 || len(keys) != 0 || kept.Preloads() != 2 {
+		t.Fatalf("the run restored %d times (%d keys) and took %d preloaded instances; want none, and 2", calls, len(keys), kept.Preloads())
+	}
+	rg.run(3000, 4500, []int32{3}, nil, other)
 	rg.check(4500)
 	kept.Drop(context.Background())
 }
