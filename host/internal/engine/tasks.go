@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/weir-stream/weir/host/internal/record"
 )
@@ -208,10 +209,7 @@ func (p *Pipeline) shapeOf(par int) string {
 func (k *Kept) take(ctx context.Context, shape string, owned []int32, restoring bool, onKept func(kept, preloaded int)) map[slot]*split {
 	k.mu.Lock()
 	ops, pre, preTasks := k.ops, k.pre, k.preTasks
-	ok := k.armed && restoring && k.shape == shape
-	for _, s := range ops {
-		ok = ok && s.retain(ctx, owned)
-	}
+	ok := k.armed && restoring && k.shape == shape && retainAll(ctx, ops, owned)
 	k.reset()
 	k.makers = map[slot]maker{}
 	if !ok {
@@ -236,6 +234,24 @@ func (k *Kept) take(ctx context.Context, shape string, owned []int32, restoring 
 		onKept(len(ops), preloaded)
 	}
 	return ops
+}
+
+// retainAll has every split retain the tasks of owned, the splits of
+// different workers side by side, and reports whether all could.
+func retainAll(ctx context.Context, ops map[slot]*split, owned []int32) bool {
+	var (
+		wg     sync.WaitGroup
+		failed atomic.Bool
+	)
+	for _, s := range ops {
+		wg.Go(func() {
+			if !s.retain(ctx, owned) {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	return !failed.Load()
 }
 
 // put holds a run's instance of a keyed step (a split) for the next run:
