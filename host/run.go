@@ -59,9 +59,11 @@ func (s Summary) LogValue() slog.Value {
 // tasks, stops at a final one) and starts again for the tasks it owns,
 // without leaving the process or the group; given tasks and losing none,
 // it first goes on with its own while the new ones' state catches up
-// from their changelog partitions, and the next run keeps the last one's
-// keyed operators, restoring only the new tasks' state, loaded while the
-// last one went on; a run that owns every task
+// from their changelog partitions. When the run ended at a checkpoint
+// (at least once, or exactly once with nothing processed after it), the
+// next one goes on with its keyed operators: they forget the tasks lost,
+// and only the new tasks' state is restored, loaded while the last run
+// went on. A run that owns every task
 // and first had to apply what its repartition topic held stops at a
 // checkpoint once it has, and the next routes the key_by in process.
 // Another pipeline that keeps
@@ -144,8 +146,9 @@ func (p *Pipeline) Run(ctx context.Context) (Summary, error) {
 }
 
 // keepOperators lets the next run go on with the keyed operators'
-// instances of the last when err says the group only moved tasks to the
-// instance (assembly.Carry.KeepOperators), and closes them otherwise.
+// instances of the last when err says the group moved tasks
+// (assembly.Carry.KeepOperators, which keeps them only if they hold the
+// state the next run starts from), and closes them otherwise.
 func (p *Pipeline) keepOperators(ctx context.Context, carry *assembly.Carry, err error) {
 	switch {
 	case ctx.Err() != nil:

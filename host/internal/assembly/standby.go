@@ -56,15 +56,10 @@ func (b *builder) checkpointSetup() checkpoint.Setup {
 // catches up with tasks it was given, the keyed operators' instances of
 // those tasks for the next run (engine.Kept.Preload); nil for another.
 func (b *builder) preload() func(context.Context, []int32) error {
-	t := b.taskSet()
-	if t == nil {
+	if b.taskSet() == nil {
 		return nil
 	}
-	kept := b.Carry.kept()
-	return func(ctx context.Context, tasks []int32) error {
-		n := t.Count()
-		return kept.Preload(ctx, tasks, func(k []byte) int32 { return int32(task.Of(k, n)) })
-	}
+	return b.Carry.kept().Preload
 }
 
 // replayed returns what is told that a run's set-up replayed changes
@@ -122,6 +117,6 @@ func (b *builder) taskSet() *kafka.Tasks {
 // onKept logs that a run goes on with the keyed operators' instances of
 // the last (engine.Tasks.OnKept).
 func (b *builder) onKept(kept, preloaded int) {
-	b.Logger.Info("the run goes on with the last run's keyed operators: only the tasks given since restore their state",
+	b.Logger.Info("the run goes on with the last run's keyed operators: they forget the tasks taken away, and only the tasks given since restore their state",
 		"pipeline", b.Config.Name, "instances", kept, "preloaded", preloaded)
 }

@@ -80,7 +80,7 @@ func BenchmarkMovePause(b *testing.B) {
 				}
 				if mode == "kept+preloaded" {
 					start := time.Now()
-					if err := kept.Preload(context.Background(), []int32{6}, of); err != nil {
+					if err := kept.Preload(context.Background(), []int32{6}); err != nil {
 						b.Fatal(err)
 					}
 					preload += time.Since(start)

@@ -62,6 +62,15 @@ type runner struct {
 	unflushed []*piece
 }
 
+// noteChange notes that an operator is given records or a watermark
+// (runner.changed). Workers call it for every piece: a load first, so
+// that they do not contend for the flag's cache line once it is set.
+func (r *runner) noteChange() {
+	if !r.changed.Load() {
+		r.changed.Store(true)
+	}
+}
+
 // newRunner prepares a run of p with its defaults; it starts nothing. The
 // caller must call fail once the run is over.
 func (p *Pipeline) newRunner(ctx context.Context, st *runStats) *runner {

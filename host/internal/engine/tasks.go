@@ -61,24 +61,30 @@ type Kept struct {
 	pre      map[slot]Operator
 	preTasks []int32
 	gen      uint64 // counts Drop and take, which void a Preload under way
-	preloads int    // instances Preload made that a run took, for tests
 }
 
 // slot is one worker's instance of one step.
 type slot struct{ step, worker int }
 
 // maker makes an instance of a step for one worker, owning the keys of
-// the given tasks routed to it.
+// the given tasks routed to it; of is the run's Tasks.Of.
 type maker struct {
 	step Step
 	w    owner
+	of   func([]byte) int32
 }
 
-func (m maker) make(ctx context.Context, tasks []int32, of func([]byte) int32) (Operator, func([]byte) bool, error) {
+func (m maker) make(ctx context.Context, tasks []int32) (Operator, func([]byte) bool, error) {
+	owns := m.owns(tasks)
+	op, err := m.step.New(context.WithValue(ctx, ownerKey{}, owns))
+	return op, owns.owns, err
+}
+
+// owns is the worker's owner of the keys of tasks.
+func (m maker) owns(tasks []int32) owner {
 	o := m.w
-	o.tasks = func(key []byte) bool { return slices.Contains(tasks, of(key)) }
-	op, err := m.step.New(context.WithValue(ctx, ownerKey{}, o))
-	return op, o.owns, err
+	o.tasks = func(key []byte) bool { return slices.Contains(tasks, m.of(key)) }
+	return o
 }
 
 // NewKept returns an empty Kept.
@@ -106,13 +112,6 @@ func (k *Kept) Drop(ctx context.Context) error {
 	return closeKept(ctx, ops, pre)
 }
 
-// Preloads returns how many instances Preload made that a run took.
-func (k *Kept) Preloads() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.preloads
-}
-
 // reset forgets everything held. Call with mu held.
 func (k *Kept) reset() {
 	k.armed, k.clean, k.shape = false, false, ""
@@ -135,13 +134,13 @@ func closeKept(ctx context.Context, ops map[slot]*split, pre map[slot]Operator) 
 // when it next starts, each keyed operator's instances and restores them
 // from the store, while the run goes on with its own tasks: the store's
 // state of the given tasks must be current and stay unchanged until the
-// next run starts (the caller drops them with DropPreloaded otherwise).
+// next run starts (the caller drops everything kept, Drop, otherwise).
 // The instances restore with no watermark; the next run gives them its
 // own before anything else (WatermarkResumer). Preload makes only
 // instances of the steps the run keeps, WatermarkResumers, which read
 // the store and their configuration alone, so it may run beside the
 // run's goroutines.
-func (k *Kept) Preload(ctx context.Context, tasks []int32, of func([]byte) int32) error {
+func (k *Kept) Preload(ctx context.Context, tasks []int32) error {
 	k.mu.Lock()
 	makers, gen := k.makers, k.gen
 	k.mu.Unlock()
@@ -153,7 +152,7 @@ func (k *Kept) Preload(ctx context.Context, tasks []int32, of func([]byte) int32
 	)
 	for sl, m := range makers {
 		wg.Go(func() {
-			op, err := preload(ctx, m, tasks, of)
+			op, err := preload(ctx, m, tasks)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -177,8 +176,8 @@ func (k *Kept) Preload(ctx context.Context, tasks []int32, of func([]byte) int32
 
 // preload makes and restores one instance of m (a WatermarkResumer's)
 // for tasks.
-func preload(ctx context.Context, m maker, tasks []int32, of func([]byte) int32) (Operator, error) {
-	op, owns, err := m.make(ctx, tasks, of)
+func preload(ctx context.Context, m maker, tasks []int32) (Operator, error) {
+	op, owns, err := m.make(ctx, tasks)
 	if err != nil {
 		return nil, fmt.Errorf("operator %q: %w", m.step.Name, err)
 	}
@@ -227,7 +226,6 @@ func (k *Kept) take(ctx context.Context, shape string, owned []int32, restoring 
 		s.extras = append(s.extras, &instance{op: op, tasks: preTasks, restored: true, resume: true})
 		preloaded++
 	}
-	k.preloads += preloaded
 	k.mu.Unlock()
 	closeKept(ctx, nil, pre)
 	if onKept != nil {
@@ -303,8 +301,7 @@ func subset(a, b []int32) bool {
 type split struct {
 	base      *instance
 	extras    []*instance
-	of        func([]byte) int32
-	m         maker
+	m         maker   // how the run makes instances, and its Tasks.Of
 	baseTasks []int32 // the tasks base holds
 	restored  bool    // base was restored (or began a run that restored nothing)
 	// route and held are reused from call to call: each record's
@@ -371,9 +368,7 @@ func (s *split) retain(ctx context.Context, owned []int32) bool {
 func (s *split) forget(op Operator, tasks []int32) bool {
 	f, ok := op.(Forgetter)
 	if ok {
-		o := s.m.w
-		o.tasks = func(key []byte) bool { return slices.Contains(tasks, s.of(key)) }
-		f.Forget(o.owns)
+		f.Forget(s.m.owns(tasks).owns)
 	}
 	return ok
 }
@@ -391,7 +386,7 @@ func (s *split) gain(ctx context.Context, owned []int32) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	op, owns, err := s.m.make(ctx, missing, s.of)
+	op, owns, err := s.m.make(ctx, missing)
 	if err != nil {
 		return err
 	}
@@ -461,7 +456,7 @@ func (s *split) Process(ctx context.Context, in []record.Record, out *record.Out
 // instanceOf returns the extra instance holding key's task, or -1 for the
 // base.
 func (s *split) instanceOf(key []byte) int {
-	t := s.of(key)
+	t := s.m.of(key)
 	for j, e := range s.extras {
 		if slices.Contains(e.tasks, t) {
 			return j
@@ -472,12 +467,21 @@ func (s *split) instanceOf(key []byte) int {
 
 // OnWatermark implements Watermarker for every instance that is one.
 func (s *split) OnWatermark(ctx context.Context, wm int64, out *record.Output) error {
-	for _, in := range append([]*instance{s.base}, s.extras...) {
-		if w, ok := in.op.(Watermarker); ok {
-			if err := w.OnWatermark(ctx, wm, out); err != nil {
-				return err
-			}
+	if err := onWatermark(ctx, s.base.op, wm, out); err != nil {
+		return err
+	}
+	for _, e := range s.extras {
+		if err := onWatermark(ctx, e.op, wm, out); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// onWatermark gives op watermark wm, if it is a Watermarker.
+func onWatermark(ctx context.Context, op Operator, wm int64, out *record.Output) error {
+	if w, ok := op.(Watermarker); ok {
+		return w.OnWatermark(ctx, wm, out)
 	}
 	return nil
 }

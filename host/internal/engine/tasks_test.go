@@ -108,6 +108,9 @@ type taskRig struct {
 	count *restoreCount
 	of    func([]byte) int32
 	sink  *memSink
+	// preloaded is how many preloaded instances the last run took
+	// (Tasks.OnKept).
+	preloaded int
 	// during, if set, is called by the next run's source once it has
 	// handed out half of its records (listSource.during).
 	during func()
@@ -144,6 +147,7 @@ func (rg *taskRig) part(from, to int, owned []int32) []record.Record {
 func (rg *taskRig) run(from, to int, owned []int32, kept *Kept, restore *Checkpoint) *Checkpoint {
 	rg.t.Helper()
 	var last *Checkpoint
+	rg.preloaded = 0
 	p := &Pipeline{
 		Sources: []Source{&listSource{recs: rg.part(from, to, owned), during: rg.during}},
 		Steps: []Step{{Name: "sum", KeyedState: true, New: func(context.Context) (Operator, error) {
@@ -153,7 +157,7 @@ func (rg *taskRig) run(from, to int, owned []int32, kept *Kept, restore *Checkpo
 		BatchSize:   16,
 		Parallelism: 2,
 		OwnsKey:     func(k []byte) bool { return slices.Contains(owned, rg.of(k)) },
-		Tasks:       &Tasks{Of: rg.of, Owned: owned, Kept: kept},
+		Tasks:       &Tasks{Of: rg.of, Owned: owned, Kept: kept, OnKept: func(_, p int) { rg.preloaded = p }},
 		Checkpointing: &Checkpointing{Interval: time.Hour, Restore: restore,
 			Commit: func(_ context.Context, cp *Checkpoint) error { last = cp; return nil }},
 	}
@@ -222,7 +226,7 @@ func TestKeptAcrossGain(t *testing.T) {
 				kept.Arm(false)
 			}
 			if tc.preload {
-				if err := kept.Preload(context.Background(), []int32{2}, rg.of); err != nil {
+				if err := kept.Preload(context.Background(), []int32{2}); err != nil {
 					t.Fatal(err)
 				}
 				_, keys := rg.count.reset()
@@ -236,7 +240,7 @@ func TestKeptAcrossGain(t *testing.T) {
 			switch {
 			case tc.preload:
 				want = map[string]int{}
-				if got := kept.Preloads(); got != 2 {
+				if got := rg.preloaded; got != 2 {
 					t.Fatalf("the run took %d preloaded instances, want 2 (one per worker)", got)
 				}
 			case tc.arm:
@@ -282,7 +286,7 @@ func TestPreloadBesideRun(t *testing.T) {
 	kept := NewKept()
 	other := rg.run(0, 3000, []int32{2, 3}, nil, nil)
 	rg.during = func() {
-		if err := kept.Preload(context.Background(), []int32{2}, rg.of); err != nil {
+		if err := kept.Preload(context.Background(), []int32{2}); err != nil {
 			t.Error(err)
 		}
 	}
@@ -291,8 +295,8 @@ func TestPreloadBesideRun(t *testing.T) {
 	kept.Arm(false)
 	rg.count.reset()
 	rg.run(3000, 4500, []int32{0, 1, 2}, kept, cp)
-	if calls, keys := rg.count.reset(); calls != 0 || len(keys) != 0 || kept.Preloads() != 2 {
-		t.Fatalf("the run restored %d times (%d keys) and took %d preloaded instances; want none, and 2", calls, len(keys), kept.Preloads())
+	if calls, keys := rg.count.reset(); calls != 0 || len(keys) != 0 || rg.preloaded != 2 {
+		t.Fatalf("the run restored %d times (%d keys) and took %d preloaded instances; want none, and 2", calls, len(keys), rg.preloaded)
 	}
 	rg.run(3000, 4500, []int32{3}, nil, other)
 	rg.check(4500)

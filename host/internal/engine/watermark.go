@@ -60,7 +60,7 @@ func (k *worker) advance(wm int64) (*piece, error) {
 	}
 	k.cur = wm
 	r := k.r
-	r.changed.Store(true)
+	r.noteChange()
 	return r.p.fire(r.hard, k.s, k.w, wm, r.newEmit, r.batchSize)
 }
 

@@ -100,7 +100,7 @@ func (k *worker) handle(pc *piece) {
 		pc.reset()
 		piecePool.Put(pc)
 	} else {
-		r.changed.Store(true)
+		r.noteChange()
 		if err := r.p.runSegment(r.hard, k.s, k.w, pc, r.batchSize); err != nil {
 			r.fail(err)
 			return
@@ -204,11 +204,11 @@ func (p *Pipeline) newInstance(ctx context.Context, sl slot, o owner, kept map[s
 	if tk == nil || tk.Kept == nil {
 		return p.Steps[sl.step].New(ctx)
 	}
-	m := maker{step: p.Steps[sl.step], w: o}
+	m := maker{step: p.Steps[sl.step], w: o, of: tk.Of}
 	if s := kept[sl]; s != nil {
 		delete(kept, sl)
 		tk.Kept.addMaker(sl, m)
-		s.m, s.of = m, tk.Of
+		s.m = m
 		if err := s.gain(ctx, tk.Owned); err != nil {
 			s.Close(context.WithoutCancel(ctx))
 			return nil, err
@@ -220,7 +220,7 @@ func (p *Pipeline) newInstance(ctx context.Context, sl slot, o owner, kept map[s
 		return op, err
 	}
 	tk.Kept.addMaker(sl, m)
-	return &split{base: &instance{op: op}, of: tk.Of, m: m, baseTasks: slices.Clone(tk.Owned)}, nil
+	return &split{base: &instance{op: op}, m: m, baseTasks: slices.Clone(tk.Owned)}, nil
 }
 
 // runSegment runs pc's records through the steps of s, as worker w, in
